@@ -1,0 +1,47 @@
+// Multi-head attention, as the lesson writes it:
+//   q, k, v  = query W_q^T, key W_k^T, value W_v^T             [B,T,D]
+//   split    each into H heads of width d = D/H                [B,H,T,d]
+//   weights  = softmax(q k^T / sqrt(d) [+ causal mask])        [B,H,Tq,Tk]
+//   output   = merge_heads(weights v) W_o^T                    [B,Tq,D]
+#pragma once
+
+#include <cstdint>
+
+#include "tinyformer/parameters.hpp"
+#include "tinyformer/tensor.hpp"
+
+namespace tinyformer {
+
+struct AttentionResult {
+    Tensor output;   // [B,Tq,D]
+    Tensor weights;  // [B,H,Tq,Tk]: how much each query position reads each key position, per head
+};
+
+struct AttentionOptions {
+    bool causal = false;      // a query never reads a later position
+    bool rope = false;        // rotate q and k by their positions (rotary embedding)
+    int64_t rope_start = 0;   // position of the first query/key (for generation with a cache)
+};
+
+class MultiHeadAttention {
+public:
+    // Uses the four [D,D] projection weights found in `params` under `prefix` +
+    // "q_proj.weight", "k_proj.weight", "v_proj.weight", "out_proj.weight".
+    MultiHeadAttention(const Parameters& params, const std::string& prefix, int64_t n_heads);
+
+    // A standalone module with its own weights, drawn from N(0, 1/D) with `seed`.
+    static std::pair<MultiHeadAttention, Parameters> create(int64_t d_model, int64_t n_heads, uint64_t seed,
+                                                            DType dtype = DType::f32);
+    static std::vector<ParameterSpec> parameter_specs(int64_t d_model, const std::string& prefix = "");
+
+    AttentionResult forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                            const AttentionOptions& options = {}) const;
+
+    int64_t n_heads() const { return n_heads_; }
+    Tensor q_proj, k_proj, v_proj, out_proj;  // each [D,D] = [out,in], no bias
+
+private:
+    int64_t n_heads_;
+};
+
+}  // namespace tinyformer

@@ -1,0 +1,81 @@
+// The backend seam: ops (ops.hpp) decide *what* to compute and record the graph; a backend
+// supplies the numeric kernels. Ops reach kernels only through this interface, so a new
+// backend (oneDNN) slots in without touching op or model code.
+//
+// Every kernel receives tensors whose shapes the op has already checked, writes its
+// output tensors (allocated by the op), and handles the element types f32 and f64.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tinyformer/tensor.hpp"
+
+namespace tinyformer {
+
+// c[b] = op(a[b]) @ op(b[b]) (+ c[b] if accumulate) for b in 0..batch-1, where op() transposes
+// when asked. a[b] is M×K after op(), b[b] is K×N after op(), c[b] is M×N. A stride of 0
+// broadcasts that operand over the batch (a weight shared by every batch element; with
+// c's stride 0 and accumulate, the batch is summed into one matrix).
+struct GemmSpec {
+    int64_t batch = 1, M = 0, N = 0, K = 0;
+    bool trans_a = false, trans_b = false;
+    int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch entries
+    bool accumulate = false;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual std::string name() const = 0;
+
+    virtual void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmSpec& spec) = 0;
+
+    // Elementwise, with NumPy broadcasting of a and b to out's shape.
+    virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+    virtual void mul(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+    // out = sum of `in` over the axes that broadcasting expanded to reach in's shape.
+    virtual void sum_to(const Tensor& in, Tensor& out) = 0;
+    virtual void scale(const Tensor& x, double factor, Tensor& out) = 0;
+    virtual void add_inplace(Tensor& dst, const Tensor& src) = 0;  // dst += src, same shape
+    // out = x with axes dim0 and dim1 swapped (a copy into out's contiguous layout).
+    virtual void transpose(const Tensor& x, int dim0, int dim1, Tensor& out) = 0;
+
+    // table [V,D], ids [N] (any shape, N ids) → out [N,D]; backward adds rows into d_table.
+    virtual void embedding_forward(const Tensor& table, const Tensor& ids, Tensor& out) = 0;
+    virtual void embedding_backward(const Tensor& ids, const Tensor& d_out, Tensor& d_table) = 0;
+
+    // Over the last axis of x [N,C]: y = (x - mean) * rstd * weight + bias. mean, rstd [N]
+    // are saved for the backward.
+    virtual void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                                    Tensor& y, Tensor& mean, Tensor& rstd) = 0;
+    virtual void layer_norm_backward(const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                     const Tensor& rstd, const Tensor& dy, Tensor& dx, Tensor& d_weight,
+                                     Tensor& d_bias) = 0;
+
+    virtual void gelu_forward(const Tensor& x, Tensor& y) = 0;
+    virtual void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) = 0;
+
+    // Softmax over the last axis of x [..., Tq, Tk]. With `causal`, query i may read key j
+    // only when j <= i + (Tk - Tq); masked weights are exactly 0.
+    virtual void softmax_forward(const Tensor& x, bool causal, Tensor& y) = 0;
+    virtual void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
+
+    // Rotates pairs (2j, 2j+1) of x [..., T, d] at position start + t by angle
+    // (start + t) * 10000^(-2j/d); `inverse` rotates by the negative angle (the backward).
+    virtual void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) = 0;
+
+    // logits [N,V], targets [N] → the mean cross-entropy (a one-element tensor) and the
+    // softmax probabilities [N,V], kept for the backward: d_logits = (probs - onehot) * g / N.
+    virtual void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,
+                                       Tensor& probs) = 0;
+    virtual void cross_entropy_backward(const Tensor& probs, const Tensor& targets, double d_loss,
+                                        Tensor& d_logits) = 0;
+};
+
+// The backend every op uses. Starts as the reference backend.
+Backend& backend();
+void set_backend(std::unique_ptr<Backend> backend);
+std::unique_ptr<Backend> make_reference_backend();
+
+}  // namespace tinyformer

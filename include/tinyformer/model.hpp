@@ -1,0 +1,59 @@
+// The lesson's transformer: a pre-norm decoder, exactly ../shared/docs/model-contract.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tinyformer/attention.hpp"
+#include "tinyformer/parameters.hpp"
+
+namespace tinyformer {
+
+struct ModelConfig {
+    int64_t vocab_size = 79;
+    int64_t d_model = 64;
+    int64_t n_heads = 2;
+    int64_t n_layers = 2;
+    int64_t context = 64;
+    std::string positions = "rope";  // "rope" or "learned"
+
+    int64_t head_width() const { return d_model / n_heads; }
+    void validate() const;  // throws std::invalid_argument naming the key at fault
+};
+
+// The contract's parameter names and shapes, in a fixed order.
+std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
+
+class Transformer {
+public:
+    // Initialisation (deterministic from `seed`, one random stream over the parameters in
+    // contract order): every embedding, projection and lm_head weight ~ N(0, 0.02²);
+    // out_proj and fc2 weights, which write into the residual stream, ~ N(0, (0.02/√(2L))²)
+    // as in GPT-2; biases 0; layer-norm weights 1.
+    Transformer(const ModelConfig& config, uint64_t seed, DType dtype = DType::f32);
+
+    // ids [B,T] (i32, T <= context) → logits [B,T,V]. With `attention_maps`, each layer's
+    // per-head weights [B,H,T,T] are appended to it.
+    Tensor forward(const Tensor& ids, std::vector<Tensor>* attention_maps = nullptr) const;
+    // Mean cross-entropy of forward(ids) against targets [B,T].
+    Tensor loss(const Tensor& ids, const Tensor& targets) const;
+
+    const ModelConfig& config() const { return config_; }
+    Parameters& parameters() { return params_; }
+    const Parameters& parameters() const { return params_; }
+
+private:
+    struct Block {
+        Tensor ln1_weight, ln1_bias;
+        MultiHeadAttention attn;
+        Tensor ln2_weight, ln2_bias;
+        Tensor fc1_weight, fc1_bias, fc2_weight, fc2_bias;
+    };
+    ModelConfig config_;
+    Parameters params_;
+    Tensor tok_emb, pos_emb, ln_f_weight, ln_f_bias, lm_head;
+    std::vector<Block> blocks_;
+};
+
+}  // namespace tinyformer

@@ -1,0 +1,46 @@
+// The differentiable ops. Each is defined in src/ops/<name>.cpp with its forward and its
+// backward side by side. Shape errors throw ShapeError naming the op and the shapes.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include "tinyformer/tensor.hpp"
+
+namespace tinyformer {
+
+struct ShapeError : std::invalid_argument {
+    using std::invalid_argument::invalid_argument;
+};
+
+// a [..., M, K] @ b [..., K, N] → [..., M, N] (after the optional transposes of the last two
+// axes). b may be 2-D and is then shared by every batch element (a weight).
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+// h [..., in] @ weight [out, in]^T (+ bias [out]) → [..., out]: a PyTorch nn.Linear.
+Tensor linear(const Tensor& h, const Tensor& weight, const Tensor& bias = Tensor());
+
+Tensor add(const Tensor& a, const Tensor& b);  // NumPy broadcasting
+Tensor mul(const Tensor& a, const Tensor& b);  // NumPy broadcasting
+Tensor scale(const Tensor& x, double factor);
+Tensor reshape(const Tensor& x, const Shape& shape);  // a view: shares x's data
+Tensor transpose(const Tensor& x, int dim0, int dim1);
+
+// [B,T,D] → [B,H,T,d]: head h owns features h*d .. h*d+d-1.
+Tensor split_heads(const Tensor& x, int64_t n_heads);
+// [B,H,T,d] → [B,T,D]: the heads' outputs concatenated along the features.
+Tensor merge_heads(const Tensor& x);
+
+// table [V,D], ids (i32, any shape S) → [S..., D]
+Tensor embedding(const Tensor& table, const Tensor& ids);
+// Normalises the last axis (biased variance, as PyTorch), then weight * x̂ + bias.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+// 0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3)))
+Tensor gelu(const Tensor& x);
+// Softmax over the last axis; see Backend::softmax_forward for the causal mask.
+Tensor softmax(const Tensor& x, bool causal = false);
+// Rotary positions on x [..., T, d] (d even) for positions start .. start+T-1.
+Tensor rope(const Tensor& x, int64_t start = 0);
+// Mean cross-entropy of logits [..., V] against target ids (i32) of shape [...]. A scalar.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+
+}  // namespace tinyformer

@@ -1,0 +1,73 @@
+#include "tinyformer/attention.hpp"
+
+#include <cmath>
+
+#include "tinyformer/ops.hpp"
+#include "tinyformer/rng.hpp"
+
+namespace tinyformer {
+
+std::vector<ParameterSpec> MultiHeadAttention::parameter_specs(int64_t D, const std::string& prefix) {
+    return {{prefix + "q_proj.weight", {D, D}},
+            {prefix + "k_proj.weight", {D, D}},
+            {prefix + "v_proj.weight", {D, D}},
+            {prefix + "out_proj.weight", {D, D}}};
+}
+
+MultiHeadAttention::MultiHeadAttention(const Parameters& params, const std::string& prefix, int64_t n_heads)
+    : q_proj(params.get(prefix + "q_proj.weight")),
+      k_proj(params.get(prefix + "k_proj.weight")),
+      v_proj(params.get(prefix + "v_proj.weight")),
+      out_proj(params.get(prefix + "out_proj.weight")),
+      n_heads_(n_heads) {
+    const int64_t D = q_proj.dim(0);
+    if (n_heads < 1 || D % n_heads != 0)
+        throw ShapeError("attention: d_model " + std::to_string(D) + " is not divisible by n_heads " +
+                         std::to_string(n_heads));
+}
+
+std::pair<MultiHeadAttention, Parameters> MultiHeadAttention::create(int64_t D, int64_t n_heads, uint64_t seed,
+                                                                     DType dtype) {
+    if (D < 1 || n_heads < 1 || D % n_heads != 0)
+        throw ShapeError("attention: d_model " + std::to_string(D) + " is not divisible by n_heads " +
+                         std::to_string(n_heads));
+    Parameters params(parameter_specs(D), dtype);
+    Rng rng(seed);
+    for (const auto& [name, weight] : params.named()) {
+        Tensor w = weight;
+        for (int64_t i = 0; i < w.numel(); ++i) {
+            double value = rng.normal(0.0, 1.0 / std::sqrt(static_cast<double>(D)));
+            if (dtype == DType::f32) w.data<float>()[i] = static_cast<float>(value);
+            else w.data<double>()[i] = value;
+        }
+    }
+    MultiHeadAttention attention(params, "", n_heads);
+    return {attention, params};
+}
+
+AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                            const AttentionOptions& options) const {
+    const int64_t D = q_proj.dim(0), d = D / n_heads_;
+    for (const Tensor* input : {&query, &key, &value})
+        if (input->rank() != 3 || input->dim(2) != D)
+            throw ShapeError("attention: inputs must be [B,T," + std::to_string(D) + "], got " +
+                             shape_str(input->shape()));
+    if (key.shape() != value.shape())
+        throw ShapeError("attention: key " + shape_str(key.shape()) + " and value " + shape_str(value.shape()) +
+                         " must have the same shape");
+
+    Tensor q = split_heads(linear(query, q_proj), n_heads_);  // [B,H,Tq,d]
+    Tensor k = split_heads(linear(key, k_proj), n_heads_);    // [B,H,Tk,d]
+    Tensor v = split_heads(linear(value, v_proj), n_heads_);  // [B,H,Tk,d]
+    if (options.rope) {
+        q = rope(q, options.rope_start);
+        k = rope(k, options.rope_start);
+    }
+    Tensor scores = scale(matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(d)));  // [B,H,Tq,Tk]
+    Tensor weights = softmax(scores, options.causal);                                          // [B,H,Tq,Tk]
+    Tensor heads = matmul(weights, v);                                                         // [B,H,Tq,d]
+    Tensor output = linear(merge_heads(heads), out_proj);                                      // [B,Tq,D]
+    return {output, weights};
+}
+
+}  // namespace tinyformer

@@ -1,0 +1,126 @@
+// The model, written as the lesson writes it. The math is in ../shared/docs/model-contract.md.
+#include "tinyformer/model.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "tinyformer/ops.hpp"
+#include "tinyformer/rng.hpp"
+
+namespace tinyformer {
+
+void ModelConfig::validate() const {
+    auto fail = [](const std::string& key, const std::string& what) {
+        throw std::invalid_argument("model." + key + ": " + what);
+    };
+    if (vocab_size < 1) fail("vocab_size", "must be at least 1, got " + std::to_string(vocab_size));
+    if (d_model < 1) fail("d_model", "must be at least 1, got " + std::to_string(d_model));
+    if (n_heads < 1) fail("n_heads", "must be at least 1, got " + std::to_string(n_heads));
+    if (d_model % n_heads != 0)
+        fail("n_heads", "d_model " + std::to_string(d_model) + " is not divisible by n_heads " +
+                            std::to_string(n_heads) + " (each head needs a whole width d = D/H)");
+    if (n_layers < 1) fail("n_layers", "must be at least 1, got " + std::to_string(n_layers));
+    if (context < 1) fail("context", "must be at least 1, got " + std::to_string(context));
+    if (positions != "rope" && positions != "learned")
+        fail("positions", "expected \"rope\" or \"learned\", got \"" + positions + "\"");
+    if (positions == "rope" && head_width() % 2 != 0)
+        fail("n_heads", "rope rotates feature pairs, so the head width d_model/n_heads = " +
+                            std::to_string(head_width()) + " must be even");
+}
+
+std::vector<ParameterSpec> parameter_specs(const ModelConfig& c) {
+    const int64_t V = c.vocab_size, D = c.d_model;
+    std::vector<ParameterSpec> specs = {{"tok_emb.weight", {V, D}}};
+    if (c.positions == "learned") specs.push_back({"pos_emb.weight", {c.context, D}});
+    for (int64_t i = 0; i < c.n_layers; ++i) {
+        const std::string block = "blocks." + std::to_string(i) + ".";
+        specs.push_back({block + "ln1.weight", {D}});
+        specs.push_back({block + "ln1.bias", {D}});
+        for (const ParameterSpec& spec : MultiHeadAttention::parameter_specs(D, block + "attn."))
+            specs.push_back(spec);
+        specs.push_back({block + "ln2.weight", {D}});
+        specs.push_back({block + "ln2.bias", {D}});
+        specs.push_back({block + "mlp.fc1.weight", {4 * D, D}});
+        specs.push_back({block + "mlp.fc1.bias", {4 * D}});
+        specs.push_back({block + "mlp.fc2.weight", {D, 4 * D}});
+        specs.push_back({block + "mlp.fc2.bias", {D}});
+    }
+    specs.push_back({"ln_f.weight", {D}});
+    specs.push_back({"ln_f.bias", {D}});
+    specs.push_back({"lm_head.weight", {V, D}});
+    return specs;
+}
+
+static void initialise(Parameters& params, int64_t n_layers, uint64_t seed) {
+    Rng rng(seed);
+    const double std = 0.02, residual_std = 0.02 / std::sqrt(2.0 * n_layers);
+    auto ends_with = [](const std::string& s, const std::string& tail) {
+        return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    for (const auto& [name, param] : params.named()) {
+        Tensor p = param;
+        if (ends_with(name, ".bias")) p.fill(0.0);
+        else if (name.find("ln") != std::string::npos) p.fill(1.0);  // layer-norm weights
+        else {
+            double s = ends_with(name, "out_proj.weight") || ends_with(name, "fc2.weight") ? residual_std : std;
+            for (int64_t i = 0; i < p.numel(); ++i) {
+                double value = rng.normal(0.0, s);
+                if (p.dtype() == DType::f32) p.data<float>()[i] = static_cast<float>(value);
+                else p.data<double>()[i] = value;
+            }
+        }
+    }
+}
+
+Transformer::Transformer(const ModelConfig& config, uint64_t seed, DType dtype) : config_(config) {
+    config_.validate();
+    params_ = Parameters(parameter_specs(config_), dtype);
+    initialise(params_, config_.n_layers, seed);
+
+    tok_emb = params_.get("tok_emb.weight");
+    if (config_.positions == "learned") pos_emb = params_.get("pos_emb.weight");
+    for (int64_t i = 0; i < config_.n_layers; ++i) {
+        const std::string b = "blocks." + std::to_string(i) + ".";
+        blocks_.push_back(Block{params_.get(b + "ln1.weight"), params_.get(b + "ln1.bias"),
+                                MultiHeadAttention(params_, b + "attn.", config_.n_heads),
+                                params_.get(b + "ln2.weight"), params_.get(b + "ln2.bias"),
+                                params_.get(b + "mlp.fc1.weight"), params_.get(b + "mlp.fc1.bias"),
+                                params_.get(b + "mlp.fc2.weight"), params_.get(b + "mlp.fc2.bias")});
+    }
+    ln_f_weight = params_.get("ln_f.weight");
+    ln_f_bias = params_.get("ln_f.bias");
+    lm_head = params_.get("lm_head.weight");
+}
+
+Tensor Transformer::forward(const Tensor& ids, std::vector<Tensor>* attention_maps) const {
+    if (ids.rank() != 2 || ids.dtype() != DType::i32)
+        throw ShapeError("model: ids must be i32 [B,T], got " + shape_str(ids.shape()));
+    const int64_t T = ids.dim(1);
+    if (T < 1 || T > config_.context)
+        throw ShapeError("model: sequence length " + std::to_string(T) + " outside 1.." +
+                         std::to_string(config_.context) + " (the context)");
+    const bool use_rope = config_.positions == "rope";
+
+    Tensor x = embedding(tok_emb, ids);  // [B,T,D]
+    if (!use_rope) {                     // learned absolute positions: row t of pos_emb
+        std::vector<int32_t> positions(T);
+        for (int64_t t = 0; t < T; ++t) positions[t] = static_cast<int32_t>(t);
+        x = add(x, embedding(pos_emb, Tensor::ids(positions, {T})));  // [B,T,D] + [T,D]
+    }
+    for (const Block& block : blocks_) {
+        Tensor h = layer_norm(x, block.ln1_weight, block.ln1_bias);                     // [B,T,D]
+        AttentionResult attn = block.attn.forward(h, h, h, {.causal = true, .rope = use_rope});
+        if (attention_maps) attention_maps->push_back(attn.weights);                    // [B,H,T,T]
+        x = add(x, attn.output);                                                        // residual
+        h = layer_norm(x, block.ln2_weight, block.ln2_bias);                            // [B,T,D]
+        Tensor hidden = gelu(linear(h, block.fc1_weight, block.fc1_bias));              // [B,T,4D]
+        x = add(x, linear(hidden, block.fc2_weight, block.fc2_bias));                   // residual
+    }
+    return linear(layer_norm(x, ln_f_weight, ln_f_bias), lm_head);  // [B,T,V]
+}
+
+Tensor Transformer::loss(const Tensor& ids, const Tensor& targets) const {
+    return cross_entropy(forward(ids), targets);
+}
+
+}  // namespace tinyformer

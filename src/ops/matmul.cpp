@@ -1,0 +1,82 @@
+// matmul: c = op(a) @ op(b), batched over leading axes; b may be a 2-D weight shared by
+// the whole batch. linear: the nn.Linear form, h @ W^T + bias.
+#include "op_util.hpp"
+
+namespace tinyformer {
+using namespace detail;
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+    const char* op = "matmul";
+    require_real(op, a, "a");
+    require_real(op, b, "b");
+    require_same_dtype(op, a, b);
+    auto shapes = [&] { return shape_str(a.shape()) + " and " + shape_str(b.shape()); };
+    if (a.rank() < 2 || b.rank() < 2) shape_error(op, "needs matrices, got " + shapes());
+    bool weight = b.rank() == 2 && a.rank() > 2;  // b shared by every batch element
+    if (!weight && a.rank() != b.rank()) shape_error(op, "batch ranks differ: " + shapes());
+
+    const int64_t M = transpose_a ? a.dim(-1) : a.dim(-2);
+    const int64_t K = transpose_a ? a.dim(-2) : a.dim(-1);
+    const int64_t Kb = transpose_b ? b.dim(-1) : b.dim(-2);
+    const int64_t N = transpose_b ? b.dim(-2) : b.dim(-1);
+    if (K != Kb) shape_error(op, "inner sizes differ (" + std::to_string(K) + " vs " + std::to_string(Kb) + "): " + shapes());
+    Shape batch_shape(a.shape().begin(), a.shape().end() - 2);
+    if (!weight && Shape(b.shape().begin(), b.shape().end() - 2) != batch_shape)
+        shape_error(op, "batch axes differ: " + shapes());
+
+    GemmSpec spec;
+    spec.batch = numel_of(batch_shape);
+    spec.M = M, spec.N = N, spec.K = K;
+    spec.trans_a = transpose_a, spec.trans_b = transpose_b;
+    spec.stride_a = M * K, spec.stride_b = weight ? 0 : K * N, spec.stride_c = M * N;
+
+    Shape out_shape = batch_shape;
+    out_shape.push_back(M);
+    out_shape.push_back(N);
+    Tensor c = empty_like(a, out_shape);
+    backend().gemm(a, b, c, spec);
+
+    return record(c, op, {a, b}, [a, b, spec](const Tensor& dc, const Tensor&) {
+        // c = A B  ⇒  dA = dC B^T,  dB = A^T dC  (with each operand's own transpose flag
+        // folded in; a shared weight sums its gradient over the batch).
+        if (a.requires_grad()) {
+            Tensor da = Tensor::zeros(a.shape(), a.dtype());
+            GemmSpec s = spec;
+            if (!spec.trans_a) {  // dA [M,K] = dC [M,N] @ op(B)^T
+                s.M = spec.M, s.N = spec.K, s.K = spec.N;
+                s.trans_a = false, s.trans_b = !spec.trans_b;
+                s.stride_a = spec.stride_c, s.stride_b = spec.stride_b, s.stride_c = spec.stride_a;
+                backend().gemm(dc, b, da, s);
+            } else {  // dA [K,M] = op(B) @ dC^T
+                s.M = spec.K, s.N = spec.M, s.K = spec.N;
+                s.trans_a = spec.trans_b, s.trans_b = true;
+                s.stride_a = spec.stride_b, s.stride_b = spec.stride_c, s.stride_c = spec.stride_a;
+                backend().gemm(b, dc, da, s);
+            }
+            accumulate_grad(a, da);
+        }
+        if (b.requires_grad()) {
+            Tensor db = Tensor::zeros(b.shape(), b.dtype());
+            GemmSpec s = spec;
+            if (!spec.trans_b) {  // dB [K,N] = op(A)^T @ dC
+                s.M = spec.K, s.N = spec.N, s.K = spec.M;
+                s.trans_a = !spec.trans_a, s.trans_b = false;
+                s.stride_a = spec.stride_a, s.stride_b = spec.stride_c, s.stride_c = spec.stride_b;
+                backend().gemm(a, dc, db, s);
+            } else {  // dB [N,K] = dC^T @ op(A)
+                s.M = spec.N, s.N = spec.K, s.K = spec.M;
+                s.trans_a = true, s.trans_b = spec.trans_a;
+                s.stride_a = spec.stride_c, s.stride_b = spec.stride_a, s.stride_c = spec.stride_b;
+                backend().gemm(dc, a, db, s);
+            }
+            accumulate_grad(b, db);
+        }
+    });
+}
+
+Tensor linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
+    Tensor y = matmul(h, weight, false, true);  // [..., in] @ [out, in]^T → [..., out]
+    return bias.defined() ? add(y, bias) : y;
+}
+
+}  // namespace tinyformer
