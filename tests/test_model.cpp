@@ -1,1 +1,99 @@
+// The model against the contract: names, shapes, count, initialisation, forward.
 #include <catch2/catch.hpp>
+#include <cmath>
+
+#include "tinyformer/autograd.hpp"
+#include "tinyformer/model.hpp"
+#include "tinyformer/ops.hpp"
+
+using namespace tinyformer;
+
+TEST_CASE("parameter names and shapes follow the contract", "[model]") {
+    Transformer model(ModelConfig{}, 1);
+    const Parameters& p = model.parameters();
+    REQUIRE(p.count() == 109696);
+    REQUIRE(p.get("tok_emb.weight").shape() == Shape{79, 64});
+    REQUIRE(p.get("blocks.1.attn.q_proj.weight").shape() == Shape{64, 64});
+    REQUIRE(p.get("blocks.0.attn.out_proj.weight").shape() == Shape{64, 64});
+    REQUIRE(p.get("blocks.0.mlp.fc1.weight").shape() == Shape{256, 64});
+    REQUIRE(p.get("blocks.0.mlp.fc1.bias").shape() == Shape{256});
+    REQUIRE(p.get("blocks.0.mlp.fc2.weight").shape() == Shape{64, 256});
+    REQUIRE(p.get("blocks.1.ln2.bias").shape() == Shape{64});
+    REQUIRE(p.get("ln_f.weight").shape() == Shape{64});
+    REQUIRE(p.get("lm_head.weight").shape() == Shape{79, 64});
+    REQUIRE_FALSE(p.contains("pos_emb.weight"));
+    REQUIRE(p.named().size() == 1 + 2 * 12 + 3);
+
+    ModelConfig learned;
+    learned.positions = "learned";
+    Transformer with_positions(learned, 1);
+    REQUIRE(with_positions.parameters().get("pos_emb.weight").shape() == Shape{64, 64});
+    REQUIRE(with_positions.parameters().count() == 109696 + 64 * 64);
+}
+
+TEST_CASE("initialisation is deterministic from the seed, and documented", "[model]") {
+    Transformer a(ModelConfig{}, 42), b(ModelConfig{}, 42), c(ModelConfig{}, 43);
+    REQUIRE(a.parameters().values().to_vector() == b.parameters().values().to_vector());
+    REQUIRE(a.parameters().values().to_vector() != c.parameters().values().to_vector());
+    // biases 0, layer-norm weights 1, weights with std 0.02 (residual writers smaller)
+    REQUIRE(a.parameters().get("blocks.0.mlp.fc1.bias").to_vector() == std::vector<double>(256, 0.0));
+    REQUIRE(a.parameters().get("ln_f.weight").to_vector() == std::vector<double>(64, 1.0));
+    auto std_of = [](const Tensor& t) {
+        double sum = 0;
+        for (double v : t.to_vector()) sum += v * v;
+        return std::sqrt(sum / t.numel());
+    };
+    REQUIRE(std_of(a.parameters().get("tok_emb.weight")) == Approx(0.02).epsilon(0.05));
+    REQUIRE(std_of(a.parameters().get("blocks.0.mlp.fc2.weight")) == Approx(0.01).epsilon(0.05));  // 0.02/√(2·2)
+}
+
+TEST_CASE("forward gives [B,T,V] logits and a loss near ln V at initialisation", "[model]") {
+    Transformer model(ModelConfig{}, 7);
+    std::vector<int32_t> ids(2 * 10);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 31) % 79);
+    Tensor x = Tensor::ids(ids, {2, 10});
+    REQUIRE(model.forward(x).shape() == Shape{2, 10, 79});
+    double loss = model.loss(x, x).item();
+    REQUIRE(loss == Approx(std::log(79.0)).epsilon(0.02));
+    REQUIRE_THROWS_WITH(model.forward(Tensor::ids(std::vector<int32_t>(65, 0), {1, 65})),
+                        Catch::Contains("65") && Catch::Contains("context"));
+}
+
+TEST_CASE("float32 and float64 models agree to float32 rounding", "[model]") {
+    ModelConfig config{.vocab_size = 13, .d_model = 16, .n_heads = 2, .n_layers = 2, .context = 8};
+    Transformer single(config, 5, DType::f32), twice(config, 5, DType::f64);
+    std::vector<int32_t> ids = {1, 5, 2, 12, 0, 7, 7, 3};
+    Tensor x = Tensor::ids(ids, {1, 8}), y = Tensor::ids({5, 2, 12, 0, 7, 7, 3, 1}, {1, 8});
+    Tensor l32 = single.loss(x, y), l64 = twice.loss(x, y);
+    REQUIRE(l32.item() == Approx(l64.item()).epsilon(1e-5));
+    l32.backward();
+    l64.backward();
+    auto g32 = single.parameters().gradients().to_vector(), g64 = twice.parameters().gradients().to_vector();
+    double worst = 0;
+    for (size_t i = 0; i < g32.size(); ++i) worst = std::max(worst, std::abs(g32[i] - g64[i]) / std::max(1e-3, std::abs(g64[i])));
+    REQUIRE(worst < 1e-3);
+}
+
+TEST_CASE("the model's parameters receive gradients in the arena", "[model]") {
+    Transformer model(ModelConfig{.vocab_size = 11, .d_model = 8, .n_heads = 2, .n_layers = 1, .context = 4}, 3);
+    Tensor x = Tensor::ids({1, 2, 3, 4}, {1, 4});
+    model.parameters().zero_grad();
+    model.loss(x, x).backward();
+    for (const auto& [name, p] : model.parameters().named()) {
+        INFO(name);
+        double norm = 0;
+        for (double g : p.grad().to_vector()) norm += g * g;
+        CHECK(norm > 0);  // every parameter is on the path to the loss
+    }
+    NoGradScope no_grad;
+    REQUIRE(model.loss(x, x).grad_fn() == nullptr);
+}
+
+TEST_CASE("invalid model configurations name the key", "[model]") {
+    ModelConfig odd_heads{.d_model = 64, .n_heads = 3};
+    REQUIRE_THROWS_WITH(odd_heads.validate(), Catch::Contains("n_heads") && Catch::Contains("divisible"));
+    ModelConfig no_context{.context = 0};
+    REQUIRE_THROWS_WITH(no_context.validate(), Catch::Contains("context"));
+    ModelConfig bad_positions{.positions = "absolute"};
+    REQUIRE_THROWS_WITH(bad_positions.validate(), Catch::Contains("positions") && Catch::Contains("absolute"));
+}

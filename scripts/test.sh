@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The test command: installs whatever Debian packages are missing, builds (Release), runs
+# the whole suite with ctest, then builds and runs it once more under AddressSanitizer +
+# UndefinedBehaviorSanitizer. The exit status is the tests' status.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+scripts/install-deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 2; }
+
+run_suite() {  # run_suite BUILD_DIR [cmake options...]
+  local dir=$1; shift
+  echo "== $dir: configure, build, test =="
+  mkdir -p "$dir"
+  cmake -S . -B "$dir" "$@" >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; return 1; }
+  cmake --build "$dir" -j "$jobs" || return 1
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+}
+
+status=0
+run_suite build -DCMAKE_BUILD_TYPE=Release || status=1
+# -O1 keeps the sanitized run fast; halt_on_error makes any report fail its test.
+export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DTINYFORMER_SANITIZE=ON || status=1
+
+if [[ $status -eq 0 ]]; then echo "test.sh: all tests passed (Release and ASan+UBSan)"; else echo "test.sh: FAILED" >&2; fi
+exit $status
