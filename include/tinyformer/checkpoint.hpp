@@ -1,0 +1,65 @@
+// Checkpoints: safetensors files, exactly as ../shared/docs/model-contract.md says, written
+// atomically (a temporary file, flushed, renamed over the old one), and read with every
+// field validated before anything is allocated.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tinyformer/config.hpp"
+#include "tinyformer/model.hpp"
+#include "tinyformer/tensor.hpp"
+#include "tinyformer/text.hpp"
+
+namespace tinyformer {
+
+// Writes `bytes` to `path` so that `path` is always either the old file or the whole new
+// one: temporary file in the same directory, write, fsync, rename, fsync the directory.
+// Throws std::runtime_error naming the path (disk full, unwritable directory, ...).
+void write_file_atomic(const std::string& path, std::string_view bytes);
+
+// ---- safetensors, generic ----
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+struct SafetensorsFile {
+    std::map<std::string, std::string> metadata;  // __metadata__
+    NamedTensors tensors;                         // F32 tensors, in file order
+};
+
+// The file's bytes: 8-byte little-endian header length N, N bytes of compact JSON
+// (`__metadata__` first, then the tensors in the given order, each with dtype "F32", shape
+// and data_offsets), padded with spaces to a multiple of 8, then the raw little-endian data
+// in the same order. Tensors must be f32.
+std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata);
+// Reads and validates (header length against the file size, JSON, dtypes, shapes, offsets
+// in bounds, contiguous and non-overlapping, data size exact). Throws InputError
+// "<path>: <what>, expected <what>".
+SafetensorsFile read_safetensors(const std::string& path);
+
+// ---- model checkpoints ----
+struct LoadedModel {
+    std::unique_ptr<Transformer> model;
+    Vocabulary vocab;
+    RunConfig config;      // the resolved run configuration it was trained with
+    int64_t step = 0;      // the optimizer step the weights belong to
+    std::string path;      // the .safetensors file actually read
+    std::string run_dir;   // its directory
+};
+
+// model.safetensors: every parameter under its contract name, and __metadata__ with
+// format "tinyformer/1", config (JSON of the run config), vocab (JSON array of the
+// characters in id order) and step.
+void save_model(const std::string& path, const Transformer& model, const Vocabulary& vocab, const RunConfig& config,
+                int64_t step);
+// `path` is a .safetensors file or a run directory (then <dir>/model.safetensors). Checks
+// names, shapes against the config, the vocabulary against vocab_size, and that every
+// weight is finite. Throws InputError naming the file and what is wrong.
+LoadedModel load_model(const std::string& path);
+
+}  // namespace tinyformer

@@ -1,0 +1,73 @@
+// Run configuration: TOML files (parsed with toml++) plus `--set section.key=value`
+// overrides, validated before anything runs. Every key has a default documented here and
+// in README.md; configs/*.toml only state what differs.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tinyformer/model.hpp"
+
+namespace tinyformer {
+
+struct DataConfig {
+    std::string path;          // one text, split: the last val_fraction is validation
+    std::string train_path;    // or two texts (then `path` must be empty)
+    std::string val_path;
+    std::string probes_path;   // optional: prompt<TAB>answer lines, scored by greedy decoding
+    double val_fraction = 0.1; // in (0, 1), used with `path`
+};
+
+struct TrainConfig {
+    int64_t steps = 2000;
+    int64_t batch_size = 32;
+    int64_t eval_every = 200;     // validation loss every N steps (and at the end); 0 = only at the end
+    int64_t eval_windows = 64;    // validation windows per periodic evaluation (the final one uses all)
+    int64_t checkpoint_every = 0; // save model + train state every N steps; 0 = at evaluations and the end
+    int64_t seed = 1337;          // initialisation and batch sampling
+    int64_t threads = 0;          // 0 = all cores
+};
+
+struct OptimConfig {
+    double lr = 1e-3;           // peak learning rate, after warm-up
+    double min_lr = 1e-4;       // end of the cosine decay
+    int64_t warmup_steps = 100; // linear warm-up
+    double weight_decay = 0.1;  // AdamW, decoupled, on matrices only (not biases, norms)
+    double beta1 = 0.9;
+    double beta2 = 0.99;
+    double eps = 1e-8;
+    double grad_clip = 1.0;     // global-norm clipping; 0 = off
+};
+
+struct LoggingConfig {
+    int64_t log_every = 50;   // a progress line every N steps
+    bool progress_bar = true; // a live bar when stderr is a terminal
+};
+
+struct RunConfig {
+    std::string name = "run";  // default: the config file's stem; names runs/<name>
+    ModelConfig model;         // model.vocab_size: 0 in files means "from the corpus"
+    DataConfig data;
+    TrainConfig train;
+    OptimConfig optim;
+    LoggingConfig logging;
+};
+
+// Reads `path`, applies `overrides` ("section.key=value", the value in TOML syntax or a bare
+// string), validates every key and value, and resolves data paths: paths in the file are
+// relative to the file's directory, paths given with --set relative to the working
+// directory. Throws InputError "<file>: <section.key>: <what> (did you mean <nearest>?)".
+// `check_files` also requires that the data files exist.
+RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {},
+                      bool check_files = true);
+
+// The resolved configuration, every key present: as TOML (config.toml in the run
+// directory) and as JSON (the checkpoint's `config` metadata).
+std::string config_to_toml(const RunConfig& config);
+nlohmann::json config_to_json(const RunConfig& config);
+// Back from the JSON (as stored in a checkpoint); throws InputError on a malformed one.
+RunConfig config_from_json(const nlohmann::json& json);
+
+}  // namespace tinyformer

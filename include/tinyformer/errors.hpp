@@ -1,0 +1,16 @@
+// The two kinds of failure tinyformer reports, and their exit codes:
+//   InputError   — bad usage, config, corpus, prompt or checkpoint: the user can fix it (exit 2)
+//   anything else — a runtime failure (exit 1)
+// Messages are one line naming the file, key, character or byte offset, and what was expected.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace tinyformer {
+
+struct InputError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace tinyformer

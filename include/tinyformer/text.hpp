@@ -1,0 +1,44 @@
+// Text to ids and back: UTF-8 decoding (strict, with the offset of the first bad byte),
+// and the vocabulary — the sorted distinct code points of a corpus.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace tinyformer {
+
+// Decodes UTF-8; throws InputError "<source>: invalid UTF-8 at byte <offset> ..." at the
+// first invalid byte (overlong forms, surrogates and code points past U+10FFFF included).
+std::u32string decode_utf8(std::string_view bytes, const std::string& source);
+std::string encode_utf8(std::u32string_view text);
+std::string encode_utf8(char32_t c);
+// A readable name for a character in messages: "'果' (U+679C)", "'\n' (U+000A)".
+std::string describe_char(char32_t c);
+
+std::string read_file(const std::string& path);  // throws InputError naming the path
+
+class Vocabulary {
+public:
+    Vocabulary() = default;
+    explicit Vocabulary(std::vector<char32_t> chars);  // id order; must be distinct
+    static Vocabulary from_text(std::u32string_view text);  // sorted distinct code points
+
+    int64_t size() const { return static_cast<int64_t>(chars_.size()); }
+    const std::vector<char32_t>& chars() const { return chars_; }
+    bool contains(char32_t c) const { return ids_.count(c) != 0; }
+    int32_t id(char32_t c) const;  // throws InputError naming the character
+    char32_t at(int32_t id) const { return chars_.at(id); }
+
+    // `source` names the text in errors ("prompt", "corpus/val.txt").
+    std::vector<int32_t> encode(std::u32string_view text, const std::string& source) const;
+    std::u32string decode(const std::vector<int32_t>& ids) const;
+
+private:
+    std::vector<char32_t> chars_;
+    std::unordered_map<char32_t, int32_t> ids_;
+};
+
+}  // namespace tinyformer
