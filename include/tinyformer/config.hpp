@@ -48,7 +48,7 @@ struct LoggingConfig {
 
 struct RunConfig {
     std::string name = "run";  // default: the config file's stem; names runs/<name>
-    ModelConfig model;         // model.vocab_size: 0 in files means "from the corpus"
+    ModelConfig model{.vocab_size = 0};  // vocab_size 0 (the default) = taken from the corpus
     DataConfig data;
     TrainConfig train;
     OptimConfig optim;
@@ -58,16 +58,32 @@ struct RunConfig {
 // Reads `path`, applies `overrides` ("section.key=value", the value in TOML syntax or a bare
 // string), validates every key and value, and resolves data paths: paths in the file are
 // relative to the file's directory, paths given with --set relative to the working
-// directory. Throws InputError "<file>: <section.key>: <what> (did you mean <nearest>?)".
+// directory (stored lexically normal: configs/../corpus/x.txt becomes corpus/x.txt).
+// `name` defaults to the file's stem. Throws InputError, one line:
+//   "<file>:<line>:<col>: <section.key>: <what>, expected <what> (did you mean <nearest>?)"
+// with "--set <text>" in place of the file position for an override's value.
 // `check_files` also requires that the data files exist.
 RunConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {},
                       bool check_files = true);
 
 // The resolved configuration, every key present: as TOML (config.toml in the run
 // directory) and as JSON (the checkpoint's `config` metadata).
+// config_to_toml(config) writes the data paths absolute, so the file loads from anywhere;
+// given `toml_path`, the file it is going to be written to (e.g. runs/lesson12/config.toml),
+// it writes them relative to that file's directory, so load_config(toml_path) gives back
+// exactly `config`. (Absolute paths stay absolute; if `toml_path` is absolute or starts
+// with "..", relative paths are written absolute.)
 std::string config_to_toml(const RunConfig& config);
+std::string config_to_toml(const RunConfig& config, const std::string& toml_path);
 nlohmann::json config_to_json(const RunConfig& config);
-// Back from the JSON (as stored in a checkpoint); throws InputError on a malformed one.
+// Back from the JSON (as stored in a checkpoint); missing keys keep their defaults. Throws
+// InputError "<section.key>: <what>, expected <what>" on a wrong type or an impossible
+// value (the caller names the file).
 RunConfig config_from_json(const nlohmann::json& json);
+
+// Every valid key, dotted ("name", "model.d_model", ...), in the order they are documented.
+std::vector<std::string> config_keys();
+// A Markdown table of every key, its default and what it means (README.md, --help).
+std::string config_reference();
 
 }  // namespace tinyformer
