@@ -77,5 +77,15 @@ public:
 Backend& backend();
 void set_backend(std::unique_ptr<Backend> backend);
 std::unique_ptr<Backend> make_reference_backend();
+// oneDNN (CPU) kernels for float32, plus OpenMP loops for the cheap ops; float64 calls go
+// to the reference backend unchanged (gradient checks stay exact). See src/backends/onednn.cpp.
+std::unique_ptr<Backend> make_onednn_backend();
+
+// Threads for the oneDNN backend (defined beside it): oneDNN and the backend's own loops
+// share one OpenMP pool, so this one call sets both. 0 means every core. num_threads()
+// reports the count. (Eigen, built with OpenMP too, uses the same count for the reference
+// backend's matrix products.)
+void set_num_threads(int n);
+int num_threads();
 
 }  // namespace tinyformer

@@ -1,0 +1,606 @@
+// The oneDNN backend: float32 kernels from oneDNN (Intel's library of deep-learning
+// primitives) for the work that matters — every matmul, softmax, layer norm and GELU — and
+// OpenMP loops for the cheap elementwise and data-movement ops. float64 calls (the gradient
+// checks) go to the reference backend untouched, so they stay exact.
+//
+// oneDNN in three sentences. A *primitive* is a kernel generated (JIT) for one exact
+// configuration: shapes, strides, flags. Making one is slow and running it is fast, so each
+// is made once per configuration and cached here. A dnnl::memory is a descriptor (dims and
+// strides) plus a pointer; ours point straight at the tensors' own buffers — no copies.
+//
+// Threads: oneDNN is built on OpenMP, and so are the loops below, so set_num_threads()
+// sets both. The loops split their work with static schedules and never add up partial
+// results from different threads, and oneDNN's kernels fix their split for a given thread
+// count, so the same inputs and thread count give bit-identical results.
+#include <dnnl.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "tinyformer/backend.hpp"
+
+namespace tinyformer {
+
+void set_num_threads(int n) { omp_set_num_threads(n > 0 ? n : omp_get_num_procs()); }
+int num_threads() { return omp_get_max_threads(); }
+
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+constexpr auto f32 = memory::data_type::f32;
+
+// A loop over fewer elements than this runs on one thread: waking the pool would cost more.
+constexpr int64_t kParallelWork = 1 << 15;
+
+// A primitive ready to run, with one memory object per argument (DNNL_ARG_SRC, ...). The
+// memories' pointers are set anew on every call, to that call's tensors.
+struct Kernel {
+    dnnl::primitive primitive;
+    std::unordered_map<int, memory> args;
+};
+
+// "name 3 64 64 ..." — a cache key from a primitive's kind and every number that shapes it.
+std::string key_of(const char* kind, std::initializer_list<int64_t> numbers) {
+    std::string key = kind;
+    for (int64_t n : numbers) key += ' ' + std::to_string(n);
+    return key;
+}
+
+// An operand of a batched matmul as oneDNN sees it: logically [batch, rows, cols], stored
+// row-major as written or as its transpose, batch entries `stride` elements apart. Stride 0
+// (one matrix shared by the whole batch) becomes a batch of 1, which oneDNN broadcasts.
+memory::desc matrix_desc(int64_t batch, int64_t rows, int64_t cols, bool transposed, int64_t stride) {
+    const int64_t entry = stride == 0 ? rows * cols : stride;
+    const Dims dims = {stride == 0 ? 1 : batch, rows, cols};
+    const Dims strides = transposed ? Dims{entry, 1, rows} : Dims{entry, cols, 1};
+    return memory::desc(dims, f32, strides);
+}
+
+// Broadcasting of one operand against the output, for the elementwise kernels: its element
+// strides per output axis (0 where it is broadcast), and whether it is the whole output or
+// a suffix of it (a bias [N] against [..., N]: then it repeats every `numel` elements).
+struct Broadcast {
+    std::vector<int64_t> strides;
+    bool full = false, suffix = false;
+};
+
+Broadcast broadcast_of(const Shape& shape, const Shape& out_shape) {
+    Broadcast b;
+    const size_t rank = out_shape.size(), offset = rank - shape.size();
+    b.strides.assign(rank, 0);
+    int64_t stride = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+        b.strides[offset + i] = shape[i] == 1 ? 0 : stride;
+        stride *= shape[i];
+    }
+    b.full = numel_of(shape) == numel_of(out_shape);
+    // A suffix: after its leading 1s, shape is exactly the trailing axes of out_shape.
+    size_t first = 0;
+    while (first < shape.size() && shape[first] == 1) ++first;
+    b.suffix = std::equal(shape.begin() + first, shape.end(), out_shape.end() - (shape.size() - first));
+    return b;
+}
+
+// The offset of element `row * inner` of the output within an operand with these strides.
+int64_t row_offset(int64_t row, int64_t inner_axis, const Shape& out_shape, const std::vector<int64_t>& strides) {
+    int64_t offset = 0;
+    for (int64_t axis = inner_axis; axis-- > 0;) {
+        offset += (row % out_shape[axis]) * strides[axis];
+        row /= out_shape[axis];
+    }
+    return offset;
+}
+
+// out = op(a, b) with NumPy broadcasting. Fast paths for the shapes a model makes: equal
+// shapes, and one operand a suffix of the other (a bias, a position table). Anything else
+// walks the output row by row (rows = every axis but the last).
+template <class Op>
+void broadcast_binary(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
+    const float *pa = a.data<float>(), *pb = b.data<float>();
+    float* po = out.data<float>();
+    const int64_t n = out.numel();
+    const Broadcast ba = broadcast_of(a.shape(), out.shape()), bb = broadcast_of(b.shape(), out.shape());
+    if (ba.full && bb.full) {
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < n; ++i) po[i] = op(pa[i], pb[i]);
+        return;
+    }
+    if ((ba.full && bb.suffix) || (bb.full && ba.suffix)) {
+        const int64_t inner = ba.full ? b.numel() : a.numel(), rows = n / std::max<int64_t>(inner, 1);
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* row_a = ba.full ? pa + r * inner : pa;  // the repeated operand restarts
+            const float* row_b = bb.full ? pb + r * inner : pb;
+            float* row_out = po + r * inner;
+            for (int64_t j = 0; j < inner; ++j) row_out[j] = op(row_a[j], row_b[j]);
+        }
+        return;
+    }
+    const Shape& shape = out.shape();
+    const int64_t last = static_cast<int64_t>(shape.size()) - 1;
+    const int64_t inner = shape.empty() ? 1 : shape.back(), rows = n / std::max<int64_t>(inner, 1);
+    const int64_t step_a = shape.empty() ? 0 : ba.strides.back(), step_b = shape.empty() ? 0 : bb.strides.back();
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* row_a = pa + row_offset(r, last, shape, ba.strides);
+        const float* row_b = pb + row_offset(r, last, shape, bb.strides);
+        float* row_out = po + r * inner;
+        for (int64_t j = 0; j < inner; ++j) row_out[j] = op(row_a[j * step_a], row_b[j * step_b]);
+    }
+}
+
+class OneDnnBackend final : public Backend {
+public:
+    std::string name() const override { return "onednn"; }
+
+    // ---- matmul ----
+
+    void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmSpec& s) override {
+        if (c.dtype() != DType::f32) return reference_->gemm(a, b, c, s);
+        const float *pa = a.data<float>(), *pb = b.data<float>();
+        float* pc = c.data<float>();
+        if (s.batch == 0 || s.M == 0 || s.N == 0) return;
+        if (s.stride_c == 0 && s.batch > 1) {  // the batch is summed into one c
+            if (s.trans_a && !s.trans_b && s.stride_a == s.K * s.M && s.stride_b == s.K * s.N) {
+                // Both operands stack their batch along the contracted axis ([batch*K, M] and
+                // [batch*K, N]), so the sum over the batch is one longer contraction.
+                GemmSpec flat = s;
+                flat.batch = 1, flat.K = s.batch * s.K;
+                return matmul(pa, pb, pc, flat);
+            }
+            for (int64_t i = 0; i < s.batch; ++i) {  // otherwise one matrix at a time, adding up
+                GemmSpec one = s;
+                one.batch = 1, one.accumulate = s.accumulate || i > 0;
+                matmul(pa + i * s.stride_a, pb + i * s.stride_b, pc, one);
+            }
+            return;
+        }
+        if (s.batch > 1 && s.stride_b == 0 && !s.trans_a && s.stride_a == s.M * s.K && s.stride_c == s.M * s.N) {
+            // A weight shared by the batch (nn.Linear): the batch stacks along the rows of a
+            // and c, so [batch*M, K] @ [K, N] is one matmul, the biggest and fastest kind.
+            GemmSpec flat = s;
+            flat.batch = 1, flat.M = s.batch * s.M;
+            return matmul(pa, pb, pc, flat);
+        }
+        matmul(pa, pb, pc, s);
+    }
+
+    // ---- elementwise ----
+
+    void add(const Tensor& a, const Tensor& b, Tensor& out) override {
+        if (out.dtype() != DType::f32) return reference_->add(a, b, out);
+        broadcast_binary(a, b, out, [](float x, float y) { return x + y; });
+    }
+
+    void mul(const Tensor& a, const Tensor& b, Tensor& out) override {
+        if (out.dtype() != DType::f32) return reference_->mul(a, b, out);
+        broadcast_binary(a, b, out, [](float x, float y) { return x * y; });
+    }
+
+    void sum_to(const Tensor& in, Tensor& out) override {
+        if (out.dtype() != DType::f32) return reference_->sum_to(in, out);
+        const Broadcast target = broadcast_of(out.shape(), in.shape());
+        if (!target.suffix) return sum_to_any(in, out, target);
+        // out is the trailing axes of in: in is [rows, inner] and out[j] = sum over rows.
+        // Threads take disjoint column blocks and each adds its rows in order, so the sums
+        // are the same as one thread's (and the reference's) to the bit.
+        const float* pi = in.data<float>();
+        float* po = out.data<float>();
+        const int64_t inner = out.numel(), rows = in.numel() / std::max<int64_t>(inner, 1);
+        constexpr int64_t block = 64;
+        const int64_t blocks = (inner + block - 1) / block;
+#pragma omp parallel for schedule(static) if (in.numel() > kParallelWork && blocks > 1)
+        for (int64_t k = 0; k < blocks; ++k) {
+            const int64_t begin = k * block, end = std::min(inner, begin + block);
+            std::fill(po + begin, po + end, 0.0f);
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t j = begin; j < end; ++j) po[j] += pi[r * inner + j];
+        }
+    }
+
+    void scale(const Tensor& x, double factor, Tensor& out) override {
+        if (out.dtype() != DType::f32) return reference_->scale(x, factor, out);
+        const float* px = x.data<float>();
+        float* po = out.data<float>();
+        const float f = static_cast<float>(factor);
+        const int64_t n = out.numel();
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < n; ++i) po[i] = f * px[i];
+    }
+
+    void add_inplace(Tensor& dst, const Tensor& src) override {
+        if (dst.dtype() != DType::f32) return reference_->add_inplace(dst, src);
+        const float* ps = src.data<float>();
+        float* pd = dst.data<float>();
+        const int64_t n = dst.numel();
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < n; ++i) pd[i] += ps[i];
+    }
+
+    void transpose(const Tensor& x, int dim0, int dim1, Tensor& out) override {
+        if (out.dtype() != DType::f32) return reference_->transpose(x, dim0, dim1, out);
+        const float* px = x.data<float>();
+        float* po = out.data<float>();
+        if (dim0 == dim1) return (void)std::copy_n(px, x.numel(), po);
+        // x as [outer, n0, mid, n1, inner] (the axes before, at, between, at and after the
+        // two swapped ones); out is [outer, n1, mid, n0, inner]. Runs of `inner` elements
+        // stay contiguous: split_heads moves whole head-width runs of d.
+        const Shape& shape = x.shape();
+        const int lo = std::min(dim0, dim1), hi = std::max(dim0, dim1);
+        auto product = [&](int begin, int end) {
+            int64_t p = 1;
+            for (int axis = begin; axis < end; ++axis) p *= shape[axis];
+            return p;
+        };
+        const int64_t outer = product(0, lo), n0 = shape[lo], mid = product(lo + 1, hi), n1 = shape[hi];
+        const int64_t inner = product(hi + 1, static_cast<int>(shape.size()));
+        const int64_t runs = outer * n1 * mid * n0;
+#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
+        for (int64_t run = 0; run < runs; ++run) {  // runs in out's order
+            int64_t rest = run;
+            const int64_t i0 = rest % n0;
+            rest /= n0;
+            const int64_t m = rest % mid;
+            rest /= mid;
+            const int64_t i1 = rest % n1, o = rest / n1;
+            const float* from = px + (((o * n0 + i0) * mid + m) * n1 + i1) * inner;
+            std::copy_n(from, inner, po + run * inner);
+        }
+    }
+
+    // ---- embedding ----
+
+    void embedding_forward(const Tensor& table, const Tensor& ids, Tensor& out) override {
+        if (out.dtype() != DType::f32) return reference_->embedding_forward(table, ids, out);
+        const int64_t D = table.dim(1), N = ids.numel();
+        const int32_t* pid = ids.data<int32_t>();
+        const float* pt = table.data<float>();
+        float* po = out.data<float>();
+#pragma omp parallel for schedule(static) if (N * D > kParallelWork)
+        for (int64_t n = 0; n < N; ++n) std::copy_n(pt + pid[n] * D, D, po + n * D);
+    }
+
+    void embedding_backward(const Tensor& ids, const Tensor& d_out, Tensor& d_table) override {
+        if (d_table.dtype() != DType::f32) return reference_->embedding_backward(ids, d_out, d_table);
+        // One thread, in id order: two positions with the same id add into the same row, and
+        // a fixed order keeps the sum deterministic. It is N*D adds — small next to a matmul.
+        const int64_t D = d_table.dim(1), N = ids.numel();
+        const int32_t* pid = ids.data<int32_t>();
+        const float* pg = d_out.data<float>();
+        float* pd = d_table.data<float>();
+        std::fill(pd, pd + d_table.numel(), 0.0f);
+        for (int64_t n = 0; n < N; ++n) {
+            float* row = pd + pid[n] * D;
+            const float* grad = pg + n * D;
+            for (int64_t c = 0; c < D; ++c) row[c] += grad[c];
+        }
+    }
+
+    // ---- layer norm ----
+
+    void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
+                            Tensor& mean, Tensor& rstd) override {
+        if (x.dtype() != DType::f32) return reference_->layer_norm_forward(x, weight, bias, eps, y, mean, rstd);
+        const int64_t C = x.dim(-1), N = x.numel() / C;
+        if (N == 0) return;
+        const float epsilon = static_cast<float>(eps);
+        int32_t eps_bits;
+        std::memcpy(&eps_bits, &epsilon, sizeof eps_bits);
+        Kernel& k = cached(key_of("layer_norm_forward", {N, C, eps_bits}), [&] {
+            const memory::desc data({N, C}, f32, memory::format_tag::ab), stats({N}, f32, memory::format_tag::a);
+            const memory::desc channels({C}, f32, memory::format_tag::a);
+            dnnl::layer_normalization_forward::primitive_desc pd(
+                {dnnl::prop_kind::forward_training, data, stats, epsilon, scale_and_shift()}, engine_);
+            return make_kernel(dnnl::layer_normalization_forward(pd),
+                               {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data}, {DNNL_ARG_SCALE, channels},
+                                {DNNL_ARG_SHIFT, channels}, {DNNL_ARG_MEAN, stats}, {DNNL_ARG_VARIANCE, stats}});
+        });
+        // oneDNN reports the variance; the backward wants 1/sqrt(variance + eps), so the
+        // variance is written into rstd and turned into it there.
+        float* pr = rstd.data<float>();
+        run(k, {{DNNL_ARG_SRC, x.data<float>()}, {DNNL_ARG_DST, y.data<float>()}, {DNNL_ARG_SCALE, weight.data<float>()},
+                {DNNL_ARG_SHIFT, bias.data<float>()}, {DNNL_ARG_MEAN, mean.data<float>()}, {DNNL_ARG_VARIANCE, pr}});
+        for (int64_t n = 0; n < N; ++n) pr[n] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(pr[n]) + eps));
+    }
+
+    void layer_norm_backward(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                             const Tensor& dy, Tensor& dx, Tensor& d_weight, Tensor& d_bias) override {
+        if (x.dtype() != DType::f32)
+            return reference_->layer_norm_backward(x, weight, mean, rstd, dy, dx, d_weight, d_bias);
+        const int64_t C = x.dim(-1), N = x.numel() / C;
+        if (N == 0) {
+            d_weight.fill(0.0);
+            return d_bias.fill(0.0);
+        }
+        Kernel& k = cached(key_of("layer_norm_backward", {N, C}), [&] {
+            const memory::desc data({N, C}, f32, memory::format_tag::ab), stats({N}, f32, memory::format_tag::a);
+            const memory::desc channels({C}, f32, memory::format_tag::a);
+            // eps 0: the variance handed over below already includes the forward's eps.
+            dnnl::layer_normalization_forward::primitive_desc hint(
+                {dnnl::prop_kind::forward_training, data, stats, 0.0f, scale_and_shift()}, engine_);
+            dnnl::layer_normalization_backward::primitive_desc pd(
+                {dnnl::prop_kind::backward, data, data, stats, 0.0f, scale_and_shift()}, engine_, hint);
+            return make_kernel(dnnl::layer_normalization_backward(pd),
+                               {{DNNL_ARG_SRC, data}, {DNNL_ARG_DIFF_DST, data}, {DNNL_ARG_DIFF_SRC, data},
+                                {DNNL_ARG_SCALE, channels}, {DNNL_ARG_SHIFT, channels}, {DNNL_ARG_DIFF_SCALE, channels},
+                                {DNNL_ARG_DIFF_SHIFT, channels}, {DNNL_ARG_MEAN, stats}, {DNNL_ARG_VARIANCE, stats}});
+        });
+        // Only rstd was saved; oneDNN wants a variance, and with eps 0, 1/rstd² is the one
+        // that gives back this rstd. It also insists on a shift (the bias), which the
+        // gradients do not depend on: zeros stand in for it.
+        variance_.resize(N);
+        const float* pr = rstd.data<float>();
+        for (int64_t n = 0; n < N; ++n) variance_[n] = 1.0f / (pr[n] * pr[n]);
+        unused_shift_.assign(C, 0.0f);
+        run(k, {{DNNL_ARG_SRC, x.data<float>()}, {DNNL_ARG_DIFF_DST, dy.data<float>()},
+                {DNNL_ARG_DIFF_SRC, dx.data<float>()}, {DNNL_ARG_SCALE, weight.data<float>()},
+                {DNNL_ARG_SHIFT, unused_shift_.data()},
+                {DNNL_ARG_DIFF_SCALE, d_weight.data<float>()}, {DNNL_ARG_DIFF_SHIFT, d_bias.data<float>()},
+                {DNNL_ARG_MEAN, mean.data<float>()}, {DNNL_ARG_VARIANCE, variance_.data()}});
+    }
+
+    // ---- GELU ----
+
+    void gelu_forward(const Tensor& x, Tensor& y) override {
+        if (x.dtype() != DType::f32) return reference_->gelu_forward(x, y);
+        const int64_t n = x.numel();
+        if (n == 0) return;
+        Kernel& k = cached(key_of("gelu_forward", {n}), [&] {
+            const memory::desc data({n}, f32, memory::format_tag::a);
+            dnnl::eltwise_forward::primitive_desc pd(
+                {dnnl::prop_kind::forward_training, dnnl::algorithm::eltwise_gelu_tanh, data}, engine_);
+            return make_kernel(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data}});
+        });
+        run(k, {{DNNL_ARG_SRC, x.data<float>()}, {DNNL_ARG_DST, y.data<float>()}});
+    }
+
+    void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
+        if (x.dtype() != DType::f32) return reference_->gelu_backward(x, dy, dx);
+        const int64_t n = x.numel();
+        if (n == 0) return;
+        Kernel& k = cached(key_of("gelu_backward", {n}), [&] {
+            const memory::desc data({n}, f32, memory::format_tag::a);
+            dnnl::eltwise_forward::primitive_desc hint(
+                {dnnl::prop_kind::forward_training, dnnl::algorithm::eltwise_gelu_tanh, data}, engine_);
+            dnnl::eltwise_backward::primitive_desc pd({dnnl::algorithm::eltwise_gelu_tanh, data, data}, engine_, hint);
+            return make_kernel(dnnl::eltwise_backward(pd),
+                               {{DNNL_ARG_SRC, data}, {DNNL_ARG_DIFF_DST, data}, {DNNL_ARG_DIFF_SRC, data}});
+        });
+        run(k, {{DNNL_ARG_SRC, x.data<float>()}, {DNNL_ARG_DIFF_DST, dy.data<float>()},
+                {DNNL_ARG_DIFF_SRC, dx.data<float>()}});
+    }
+
+    // ---- softmax ----
+
+    void softmax_forward(const Tensor& x, bool causal, Tensor& y) override {
+        if (x.dtype() != DType::f32) return reference_->softmax_forward(x, causal, y);
+        const int64_t Tk = x.dim(-1), Tq = x.rank() >= 2 ? x.dim(-2) : 1, rows = x.numel() / Tk;
+        if (rows == 0) return;
+        const float* px = x.data<float>();
+        float* py = y.data<float>();
+        const float* source = px;
+        if (causal) {
+            // oneDNN's softmax has no mask, so y first gets x with -inf at the keys a query may
+            // not read, and the softmax then runs in place on y: exp(-inf) is exactly 0.
+            constexpr float hidden = -std::numeric_limits<float>::infinity();
+#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
+            for (int64_t r = 0; r < rows; ++r) {
+                const int64_t visible = std::min(Tk, r % Tq + (Tk - Tq) + 1);
+                std::copy_n(px + r * Tk, visible, py + r * Tk);
+                std::fill(py + r * Tk + visible, py + (r + 1) * Tk, hidden);
+            }
+            source = py;
+        }
+        run(softmax_kernel(rows, Tk, /*backward=*/false), {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, py}});
+    }
+
+    void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
+        if (y.dtype() != DType::f32) return reference_->softmax_backward(y, dy, dx);
+        const int64_t Tk = y.dim(-1), rows = y.numel() / Tk;
+        if (rows == 0) return;
+        // dx = y * (dy - sum(dy * y)): where y is 0 (the causal mask), dx is exactly 0.
+        run(softmax_kernel(rows, Tk, /*backward=*/true),
+            {{DNNL_ARG_DST, y.data<float>()}, {DNNL_ARG_DIFF_DST, dy.data<float>()}, {DNNL_ARG_DIFF_SRC, dx.data<float>()}});
+    }
+
+    // ---- rope ----
+
+    void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) override {
+        if (x.dtype() != DType::f32) return reference_->rope(x, start, inverse, out);
+        const int64_t d = x.dim(-1), T = x.dim(-2), rows = x.numel() / d, half = d / 2;
+        const RopeTable& table = rope_table(start, T, d);  // [T, d/2] cos and sin
+        const float sign = inverse ? -1.0f : 1.0f;        // the inverse rotates by -theta
+        const float* px = x.data<float>();
+        float* po = out.data<float>();
+#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* cos_row = table.cos.data() + (r % T) * half;
+            const float* sin_row = table.sin.data() + (r % T) * half;
+            const float* in = px + r * d;
+            float* rotated = po + r * d;
+            for (int64_t j = 0; j < half; ++j) {
+                const float c = cos_row[j], s = sign * sin_row[j];
+                const float u0 = in[2 * j], u1 = in[2 * j + 1];
+                rotated[2 * j] = u0 * c - u1 * s;
+                rotated[2 * j + 1] = u0 * s + u1 * c;
+            }
+        }
+    }
+
+    // ---- cross-entropy ----
+
+    void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& probs) override {
+        if (logits.dtype() != DType::f32) return reference_->cross_entropy_forward(logits, targets, loss, probs);
+        const int64_t V = logits.dim(-1), N = logits.numel() / V;
+        const float* pl = logits.data<float>();
+        float* pp = probs.data<float>();
+        const int32_t* pt = targets.data<int32_t>();
+        run(softmax_kernel(N, V, /*backward=*/false), {{DNNL_ARG_SRC, pl}, {DNNL_ARG_DST, pp}});
+        // Each row's loss is -log p[target]. A probability that underflowed (a confident,
+        // wrong model) would give infinity, so such a row is redone with log-sum-exp.
+        row_losses_.resize(N);
+#pragma omp parallel for schedule(static) if (N * V > kParallelWork)
+        for (int64_t n = 0; n < N; ++n) {
+            const float p = pp[n * V + pt[n]];
+            row_losses_[n] = p >= std::numeric_limits<float>::min() ? -std::log(static_cast<double>(p))
+                                                                     : log_sum_exp(pl + n * V, V) - pl[n * V + pt[n]];
+        }
+        double total = 0;  // summed in order, on one thread: deterministic
+        for (int64_t n = 0; n < N; ++n) total += row_losses_[n];
+        loss.data<float>()[0] = static_cast<float>(total / N);
+    }
+
+    void cross_entropy_backward(const Tensor& probs, const Tensor& targets, double d_loss, Tensor& d_logits) override {
+        if (probs.dtype() != DType::f32) return reference_->cross_entropy_backward(probs, targets, d_loss, d_logits);
+        const int64_t V = probs.dim(-1), N = probs.numel() / V;
+        const float* pp = probs.data<float>();
+        const int32_t* pt = targets.data<int32_t>();
+        float* pd = d_logits.data<float>();
+        const float g = static_cast<float>(d_loss / N);
+#pragma omp parallel for schedule(static) if (N * V > kParallelWork)
+        for (int64_t n = 0; n < N; ++n) {
+            for (int64_t v = 0; v < V; ++v) pd[n * V + v] = g * pp[n * V + v];
+            pd[n * V + pt[n]] = g * (pp[n * V + pt[n]] - 1.0f);
+        }
+    }
+
+private:
+    // Layer norm with a per-channel weight (oneDNN: scale) and bias (shift).
+    static dnnl::normalization_flags scale_and_shift() {
+        return dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    }
+
+    struct RopeTable {
+        std::vector<float> cos, sin;  // [T, d/2]
+    };
+
+    std::unique_ptr<Backend> reference_ = make_reference_backend();
+    dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+    dnnl::stream stream_{engine_};
+    std::unordered_map<std::string, Kernel> kernels_;
+    std::map<std::tuple<int64_t, int64_t, int64_t>, RopeTable> rope_tables_;
+    std::vector<float> variance_, unused_shift_;  // layer_norm_backward's scratch [N], [C]
+    std::vector<double> row_losses_;  // cross_entropy_forward's scratch [N]
+
+    // The kernel cached under `key` (the thread count is part of it: oneDNN fixes a
+    // primitive's work split when it makes it), made by make() on first use.
+    template <class Make>
+    Kernel& cached(const std::string& key, Make&& make) {
+        const std::string full_key = key + " threads " + std::to_string(omp_get_max_threads());
+        auto found = kernels_.find(full_key);
+        if (found == kernels_.end()) found = kernels_.emplace(full_key, make()).first;
+        return found->second;
+    }
+
+    Kernel make_kernel(dnnl::primitive primitive, std::initializer_list<std::pair<int, memory::desc>> args) {
+        Kernel k{std::move(primitive), {}};
+        for (const auto& [arg, desc] : args) k.args.emplace(arg, memory(desc, engine_, DNNL_MEMORY_NONE));
+        return k;
+    }
+
+    // Points the kernel's memories at this call's buffers and runs it.
+    void run(Kernel& k, std::initializer_list<std::pair<int, const float*>> buffers) {
+        for (const auto& [arg, pointer] : buffers) k.args.at(arg).set_data_handle(const_cast<float*>(pointer));
+        k.primitive.execute(stream_, k.args);
+        stream_.wait();
+    }
+
+    // c = op(a) @ op(b) (+ c), batched as GemmSpec says (stride_c is not 0 here, or batch is 1).
+    void matmul(const float* a, const float* b, float* c, GemmSpec s) {
+        // One matrix each: the strides mean nothing, and left in they would describe a
+        // batch axis that is not densely packed, which oneDNN's fastest matmul (brgemm) refuses.
+        if (s.batch == 1) s.stride_a = s.stride_b = s.stride_c = 0;
+        if (s.K == 0) {  // an empty sum
+            if (!s.accumulate) std::fill(c, c + (s.batch - 1) * s.stride_c + s.M * s.N, 0.0f);
+            return;
+        }
+        Kernel& k = cached(key_of("matmul", {s.batch, s.M, s.N, s.K, s.trans_a, s.trans_b, s.stride_a, s.stride_b,
+                                             s.stride_c, s.accumulate}),
+                           [&] {
+                               const memory::desc a_desc = matrix_desc(s.batch, s.M, s.K, s.trans_a, s.stride_a);
+                               const memory::desc b_desc = matrix_desc(s.batch, s.K, s.N, s.trans_b, s.stride_b);
+                               const memory::desc c_desc = matrix_desc(s.batch, s.M, s.N, false, s.stride_c);
+                               dnnl::primitive_attr attr;
+                               if (s.accumulate) {  // c += a @ b: a "sum" post-op adds the old c
+                                   dnnl::post_ops ops;
+                                   ops.append_sum(1.0f);
+                                   attr.set_post_ops(ops);
+                               }
+                               dnnl::matmul::primitive_desc pd({a_desc, b_desc, c_desc}, attr, engine_);
+                               return make_kernel(dnnl::matmul(pd), {{DNNL_ARG_SRC, a_desc},
+                                                                     {DNNL_ARG_WEIGHTS, b_desc},
+                                                                     {DNNL_ARG_DST, c_desc}});
+                           });
+        run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+    }
+
+    // Softmax over the last axis of [rows, n]; the backward takes y and dy and gives dx.
+    Kernel& softmax_kernel(int64_t rows, int64_t n, bool backward) {
+        return cached(key_of(backward ? "softmax_backward" : "softmax_forward", {rows, n}), [&] {
+            const memory::desc data({rows, n}, f32, memory::format_tag::ab);
+            dnnl::softmax_forward::primitive_desc forward({dnnl::prop_kind::forward_training, data, 1}, engine_);
+            if (!backward)
+                return make_kernel(dnnl::softmax_forward(forward), {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data}});
+            dnnl::softmax_backward::primitive_desc pd({data, data, 1}, engine_, forward);
+            return make_kernel(dnnl::softmax_backward(pd),
+                               {{DNNL_ARG_DST, data}, {DNNL_ARG_DIFF_DST, data}, {DNNL_ARG_DIFF_SRC, data}});
+        });
+    }
+
+    // cos and sin of theta = (start + t) * 10000^(-2j/d), computed in double and rounded to
+    // float as the reference does, once per (start, T, d).
+    const RopeTable& rope_table(int64_t start, int64_t T, int64_t d) {
+        auto [entry, inserted] = rope_tables_.try_emplace({start, T, d});
+        RopeTable& table = entry->second;
+        if (inserted) {
+            const int64_t half = d / 2;
+            table.cos.resize(T * half);
+            table.sin.resize(T * half);
+            for (int64_t t = 0; t < T; ++t)
+                for (int64_t j = 0; j < half; ++j) {
+                    const double theta = static_cast<double>(start + t) * std::pow(10000.0, -2.0 * j / d);
+                    table.cos[t * half + j] = static_cast<float>(std::cos(theta));
+                    table.sin[t * half + j] = static_cast<float>(std::sin(theta));
+                }
+        }
+        return table;
+    }
+
+    // log(sum exp(row)), in double, shifted by the row's maximum so nothing overflows.
+    static double log_sum_exp(const float* row, int64_t n) {
+        const double max = *std::max_element(row, row + n);
+        double sum = 0;
+        for (int64_t v = 0; v < n; ++v) sum += std::exp(row[v] - max);
+        return max + std::log(sum);
+    }
+
+    // sum_to for any broadcast (e.g. [B,T,D] → [T,1]): the reference's walk, on one thread.
+    static void sum_to_any(const Tensor& in, Tensor& out, const Broadcast& target) {
+        const float* pi = in.data<float>();
+        float* po = out.data<float>();
+        std::fill(po, po + out.numel(), 0.0f);
+        const Shape& shape = in.shape();
+        const int64_t last = static_cast<int64_t>(shape.size()) - 1;
+        const int64_t inner = shape.empty() ? 1 : shape.back(), rows = in.numel() / std::max<int64_t>(inner, 1);
+        const int64_t step = shape.empty() ? 0 : target.strides.back();
+        for (int64_t r = 0; r < rows; ++r) {
+            float* row_out = po + row_offset(r, last, shape, target.strides);
+            for (int64_t j = 0; j < inner; ++j) row_out[j * step] += pi[r * inner + j];
+        }
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_onednn_backend() { return std::make_unique<OneDnnBackend>(); }
+
+}  // namespace tinyformer

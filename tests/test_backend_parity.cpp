@@ -1,0 +1,230 @@
+// The oneDNN backend against the reference backend: every op forward and backward, and the
+// whole model's loss and gradients, agree to float32 rounding; float64 calls are passed to
+// the reference unchanged; and results repeat to the bit.
+//
+// Agreement is measured per tensor: max|onednn - reference| / max(max|reference|, 1e-6),
+// the worst difference relative to the tensor's own scale (an element that is nearly 0 in a
+// tensor of size-1 values carries float32 rounding of size 1e-7, not of its own size). The
+// bound is 1e-4.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tinyformer/backend.hpp"
+#include "tinyformer/model.hpp"
+#include "tinyformer/ops.hpp"
+#include "tinyformer/rng.hpp"
+
+using namespace tinyformer;
+
+namespace {
+
+constexpr double kTolerance = 1e-4;
+
+// Makes `backend` current for a scope, and the reference backend again after it.
+struct BackendScope {
+    explicit BackendScope(std::unique_ptr<Backend> backend) { set_backend(std::move(backend)); }
+    ~BackendScope() { set_backend(make_reference_backend()); }
+    BackendScope(const BackendScope&) = delete;
+    BackendScope& operator=(const BackendScope&) = delete;
+};
+
+Tensor random_tensor(const Shape& shape, uint64_t seed, DType dtype, double std = 1.0) {
+    Rng rng(seed);
+    std::vector<double> values(numel_of(shape));
+    for (double& v : values) v = rng.normal(0.0, std);
+    return Tensor::from(values, shape, dtype);
+}
+
+std::vector<int32_t> random_ids(int64_t count, int32_t below, uint64_t seed) {
+    Rng rng(seed);
+    std::vector<int32_t> ids(count);
+    for (int32_t& id : ids) id = static_cast<int32_t>(rng.below(below));
+    return ids;
+}
+
+double relative_error(const Tensor& got, const Tensor& want) {
+    std::vector<double> g = got.to_vector(), w = want.to_vector();
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < w.size(); ++i) {
+        worst = std::max(worst, std::abs(g[i] - w[i]));
+        scale = std::max(scale, std::abs(w[i]));
+    }
+    return worst / std::max(scale, 1e-6);
+}
+
+// One row of the table: the shapes of the differentiable inputs and the op applied to them.
+struct OpCase {
+    std::string name;
+    std::vector<Shape> inputs;
+    std::function<Tensor(const std::vector<Tensor>&)> forward;
+};
+
+// The case's output and then each input's gradient, computed by the current backend from
+// inputs and a backward seed that depend only on the case (fixed seeds).
+std::vector<Tensor> run_case(const OpCase& c, DType dtype) {
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < c.inputs.size(); ++i)
+        inputs.push_back(random_tensor(c.inputs[i], 100 + i, dtype).set_requires_grad(true));
+    Tensor out = c.forward(inputs);
+    out.backward(random_tensor(out.shape(), 7, dtype));
+    std::vector<Tensor> results = {out};
+    for (const Tensor& input : inputs) results.push_back(input.grad());
+    return results;
+}
+
+std::vector<OpCase> op_cases() {
+    auto ids = [](const Shape& shape, int32_t below) {
+        return Tensor::ids(random_ids(numel_of(shape), below, 3), shape);
+    };
+    return {
+        {"matmul", {{5, 7}, {7, 3}}, [](auto& x) { return matmul(x[0], x[1]); }},
+        {"matmul a^T", {{7, 5}, {7, 3}}, [](auto& x) { return matmul(x[0], x[1], true, false); }},
+        {"matmul b^T", {{5, 7}, {3, 7}}, [](auto& x) { return matmul(x[0], x[1], false, true); }},
+        {"matmul a^T b^T", {{7, 5}, {3, 7}}, [](auto& x) { return matmul(x[0], x[1], true, true); }},
+        {"matmul batched 4-D", {{2, 3, 5, 7}, {2, 3, 7, 4}}, [](auto& x) { return matmul(x[0], x[1]); }},
+        {"matmul batched a^T b^T", {{2, 3, 7, 5}, {2, 3, 4, 7}}, [](auto& x) { return matmul(x[0], x[1], true, true); }},
+        {"matmul batched b^T", {{2, 3, 5, 7}, {2, 3, 4, 7}}, [](auto& x) { return matmul(x[0], x[1], false, true); }},
+        {"matmul 3-D @ weight", {{4, 5, 7}, {7, 3}}, [](auto& x) { return matmul(x[0], x[1]); }},
+        {"matmul 3-D @ weight^T", {{4, 5, 7}, {3, 7}}, [](auto& x) { return matmul(x[0], x[1], false, true); }},
+        {"matmul 3-D^T @ weight", {{4, 7, 5}, {7, 3}}, [](auto& x) { return matmul(x[0], x[1], true, false); }},
+        {"matmul 3-D^T @ weight^T", {{4, 7, 5}, {3, 7}}, [](auto& x) { return matmul(x[0], x[1], true, true); }},
+        {"linear with bias", {{2, 5, 7}, {3, 7}, {3}}, [](auto& x) { return linear(x[0], x[1], x[2]); }},
+        {"add same shape", {{5, 7, 3}, {5, 7, 3}}, [](auto& x) { return add(x[0], x[1]); }},
+        {"add bias", {{5, 7, 3}, {3}}, [](auto& x) { return add(x[0], x[1]); }},
+        {"add bias on the left", {{7, 3}, {5, 7, 3}}, [](auto& x) { return add(x[0], x[1]); }},
+        {"add both sides broadcast", {{5, 1, 3}, {7, 1}}, [](auto& x) { return add(x[0], x[1]); }},
+        {"mul same shape", {{5, 7, 3}, {5, 7, 3}}, [](auto& x) { return mul(x[0], x[1]); }},
+        {"mul broadcast", {{5, 7, 3}, {7, 1}}, [](auto& x) { return mul(x[0], x[1]); }},
+        {"scale", {{5, 7, 3}}, [](auto& x) { return scale(x[0], 0.37); }},
+        {"transpose middle axes", {{2, 3, 4, 5}}, [](auto& x) { return transpose(x[0], 1, 2); }},
+        {"transpose outer and last", {{2, 3, 4, 5}}, [](auto& x) { return transpose(x[0], 0, 3); }},
+        {"transpose last two", {{5, 7, 3}}, [](auto& x) { return transpose(x[0], -1, -2); }},
+        {"split_heads", {{2, 5, 12}}, [](auto& x) { return split_heads(x[0], 3); }},
+        {"merge_heads", {{2, 3, 5, 4}}, [](auto& x) { return merge_heads(x[0]); }},
+        {"embedding (repeated ids)", {{11, 6}},
+         [](auto& x) { return embedding(x[0], Tensor::ids({3, 1, 3, 0, 10, 3, 1, 7, 7, 2}, {2, 5})); }},
+        {"layer_norm", {{5, 7, 12}, {12}, {12}}, [](auto& x) { return layer_norm(x[0], x[1], x[2]); }},
+        {"layer_norm d_model 64", {{3, 33, 64}, {64}, {64}}, [](auto& x) { return layer_norm(x[0], x[1], x[2]); }},
+        {"gelu", {{5, 7, 3}}, [](auto& x) { return gelu(scale(x[0], 3.0)); }},
+        {"gelu large", {{4, 64, 256}}, [](auto& x) { return gelu(x[0]); }},
+        {"softmax", {{5, 7, 3}}, [](auto& x) { return softmax(x[0]); }},
+        {"softmax causal", {{2, 3, 7, 7}}, [](auto& x) { return softmax(x[0], true); }},
+        {"softmax causal Tq < Tk", {{2, 3, 5, 9}}, [](auto& x) { return softmax(x[0], true); }},
+        {"rope", {{2, 3, 7, 8}}, [](auto& x) { return rope(x[0]); }},
+        {"rope from position 5", {{2, 3, 7, 8}}, [](auto& x) { return rope(x[0], 5); }},
+        {"cross_entropy", {{2, 5, 79}}, [ids](auto& x) { return cross_entropy(x[0], ids({2, 5}, 79)); }},
+        {"cross_entropy confident", {{3, 7}},  // huge logits: some probabilities underflow to 0
+         [](auto& x) { return cross_entropy(scale(x[0], 200.0), Tensor::ids({0, 1, 2}, {3})); }},
+    };
+}
+
+// The model's loss and then every parameter's gradient, for one batch.
+std::vector<Tensor> model_loss_and_gradients(const std::string& positions, DType dtype = DType::f32) {
+    ModelConfig config{.vocab_size = 79, .d_model = 64, .n_heads = 2, .n_layers = 2, .context = 64,
+                       .positions = positions};
+    Transformer model(config, 11, dtype);
+    const int64_t B = 3, T = 64;
+    Tensor ids = Tensor::ids(random_ids(B * T, 79, 21), {B, T});
+    Tensor targets = Tensor::ids(random_ids(B * T, 79, 22), {B, T});
+    model.parameters().zero_grad();
+    Tensor loss = model.loss(ids, targets);
+    loss.backward();
+    std::vector<Tensor> results = {loss.clone()};
+    for (const auto& [name, parameter] : model.parameters().named()) results.push_back(parameter.grad().clone());
+    return results;
+}
+
+std::vector<std::string> model_tensor_names(const std::string& positions) {
+    ModelConfig config{.positions = positions};
+    std::vector<std::string> names = {"loss"};
+    for (const ParameterSpec& spec : parameter_specs(config)) names.push_back(spec.name + " gradient");
+    return names;
+}
+
+}  // namespace
+
+TEST_CASE("the oneDNN backend agrees with the reference on every op, forward and backward", "[parity]") {
+    for (const OpCase& c : op_cases()) {
+        std::vector<Tensor> want = run_case(c, DType::f32), got;
+        {
+            BackendScope onednn(make_onednn_backend());
+            REQUIRE(backend().name() == "onednn");
+            got = run_case(c, DType::f32);
+        }
+        REQUIRE(got.size() == want.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+            INFO(c.name << (i == 0 ? ": output" : ": gradient of input " + std::to_string(i - 1)));
+            REQUIRE(got[i].shape() == want[i].shape());
+            CHECK(relative_error(got[i], want[i]) <= kTolerance);
+        }
+    }
+}
+
+TEST_CASE("the oneDNN causal softmax gives the future exactly 0", "[parity]") {
+    BackendScope onednn(make_onednn_backend());
+    const int64_t Tq = 5, Tk = 9;
+    Tensor w = softmax(random_tensor({2, Tq, Tk}, 1, DType::f32, 10.0), true);
+    for (int64_t r = 0; r < 2 * Tq; ++r)
+        for (int64_t j = 0; j < Tk; ++j)
+            if (j > r % Tq + (Tk - Tq)) REQUIRE(w.at(r * Tk + j) == 0.0);
+}
+
+TEST_CASE("the oneDNN backend trains the model as the reference does", "[parity]") {
+    for (const std::string positions : {"rope", "learned"}) {
+        std::vector<Tensor> want = model_loss_and_gradients(positions), got;
+        {
+            BackendScope onednn(make_onednn_backend());
+            got = model_loss_and_gradients(positions);
+        }
+        const std::vector<std::string> names = model_tensor_names(positions);
+        REQUIRE(got.size() == names.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+            INFO(positions << " positions, " << names[i]);
+            CHECK(relative_error(got[i], want[i]) <= kTolerance);
+        }
+    }
+}
+
+TEST_CASE("the oneDNN backend hands float64 to the reference unchanged", "[parity]") {
+    auto same = [](const std::vector<Tensor>& got, const std::vector<Tensor>& want) {
+        REQUIRE(got.size() == want.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+            INFO("tensor " << i);
+            REQUIRE(got[i].dtype() == DType::f64);
+            REQUIRE(got[i].to_vector() == want[i].to_vector());  // bit for bit
+        }
+    };
+    for (const OpCase& c : op_cases()) {
+        INFO(c.name);
+        std::vector<Tensor> want = run_case(c, DType::f64), got;
+        {
+            BackendScope onednn(make_onednn_backend());
+            got = run_case(c, DType::f64);
+        }
+        same(got, want);
+    }
+    std::vector<Tensor> want = model_loss_and_gradients("rope", DType::f64), got;
+    {
+        BackendScope onednn(make_onednn_backend());
+        got = model_loss_and_gradients("rope", DType::f64);
+    }
+    same(got, want);
+}
+
+TEST_CASE("the oneDNN backend repeats its results to the bit", "[parity]") {
+    const int threads = num_threads();
+    set_num_threads(2);
+    {
+        BackendScope onednn(make_onednn_backend());
+        for (const std::string positions : {"rope", "learned"}) {
+            INFO(positions << " positions");
+            std::vector<Tensor> first = model_loss_and_gradients(positions), second = model_loss_and_gradients(positions);
+            for (size_t i = 0; i < first.size(); ++i) REQUIRE(first[i].to_vector() == second[i].to_vector());
+        }
+    }
+    set_num_threads(threads);
+}
