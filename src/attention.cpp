@@ -71,3 +71,42 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
 }
 
 }  // namespace tinyformer
+
+namespace tinyformer {
+
+// A [1, rows, d] view of head h inside a contiguous [H, rows_per_head, d] block.
+static Tensor head_view(const Tensor& block, int64_t h, int64_t rows_per_head, int64_t row_start, int64_t rows) {
+    const int64_t d = block.dim(-1);
+    const size_t offset = block.offset_bytes() + ((h * rows_per_head + row_start) * d) * dtype_size(block.dtype());
+    return Tensor::view_of(block.storage(), offset, {1, rows, d}, block.dtype());
+}
+
+Tensor MultiHeadAttention::forward_cached(const Tensor& x, Tensor& key_cache, Tensor& value_cache, int64_t cached,
+                                          int64_t position, bool use_rope) const {
+    const int64_t H = n_heads_, Tn = x.dim(1), capacity = key_cache.dim(1), d = key_cache.dim(2);
+    if (cached + Tn > capacity)
+        throw ShapeError("attention cache: " + std::to_string(cached) + " + " + std::to_string(Tn) +
+                         " positions exceed its capacity " + std::to_string(capacity));
+    Tensor q = split_heads(linear(x, q_proj), H);  // [1,H,Tn,d]
+    Tensor k = split_heads(linear(x, k_proj), H);  // [1,H,Tn,d]
+    Tensor v = split_heads(linear(x, v_proj), H);  // [1,H,Tn,d]
+    if (use_rope) {
+        q = rope(q, position);
+        k = rope(k, position);
+    }
+    const int64_t Tk = cached + Tn;
+    Tensor heads = Tensor::zeros({1, H, Tn, d}, x.dtype());  // [1,H,Tn,d]
+    for (int64_t h = 0; h < H; ++h) {
+        head_view(key_cache, h, capacity, cached, Tn).copy_from(head_view(k, h, Tn, 0, Tn));
+        head_view(value_cache, h, capacity, cached, Tn).copy_from(head_view(v, h, Tn, 0, Tn));
+        Tensor keys = head_view(key_cache, h, capacity, 0, Tk);      // [1,Tk,d]
+        Tensor values = head_view(value_cache, h, capacity, 0, Tk);  // [1,Tk,d]
+        Tensor scores = scale(matmul(head_view(q, h, Tn, 0, Tn), keys, false, true),
+                              1.0 / std::sqrt(static_cast<double>(d)));  // [1,Tn,Tk]
+        Tensor weights = softmax(scores, /*causal=*/true);               // new position i reads 0..cached+i
+        head_view(heads, h, Tn, 0, Tn).copy_from(matmul(weights, values));  // [1,Tn,d]
+    }
+    return linear(merge_heads(heads), out_proj);  // [1,Tn,D]
+}
+
+}  // namespace tinyformer

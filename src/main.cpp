@@ -1,15 +1,23 @@
 // tinyformer: train, sample, evaluate and inspect tiny character-level transformers.
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 
 #include "cli/commands.hpp"
+#include "tinyformer/errors.hpp"
+#include "tinyformer/trainer.hpp"
 
 int main(int argc, char** argv) {
     using namespace tinyformer::cli;
+    spdlog::set_default_logger(spdlog::stderr_color_mt("tinyformer"));
+    spdlog::set_pattern("[%H:%M:%S] %v");
     CLI::App app{"tinyformer: a from-scratch trainer for tiny character-level transformers"};
     app.require_subcommand(1);
-    std::vector<Runner> runners = {add_gradcheck(app)};
+    app.footer("Exit codes: 0 success, 1 runtime failure, 2 usage/config/input error, 130 interrupted.");
+    std::vector<Runner> runners = {add_train(app), add_sample(app), add_eval(app), add_grads(app), add_gradcheck(app)};
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -21,6 +29,12 @@ int main(int argc, char** argv) {
             int code = run();
             if (code >= 0) return code;
         }
+    } catch (const tinyformer::InputError& e) {
+        std::fprintf(stderr, "tinyformer: error: %s\n", e.what());
+        return kExitUsage;
+    } catch (const tinyformer::Interrupted& e) {
+        std::fprintf(stderr, "tinyformer: %s\n", e.what());
+        return kExitInterrupted;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "tinyformer: error: %s\n", e.what());
         return kExitFailure;

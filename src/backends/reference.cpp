@@ -1,5 +1,8 @@
 // The reference backend: plain loops and Eigen, for f32 and f64. Written to be read and
 // trusted, not to be fast; every other backend is checked against it.
+// GCC 12 warns "may be used uninitialized" inside its own AVX-512 intrinsics when Eigen
+// instantiates them (a false positive in the compiler's headers, not in this file).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <Eigen/Core>
 #include <cmath>
 #include <stdexcept>
@@ -299,19 +302,24 @@ public:
     }
 
     void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) override {
-        int64_t d = x.dim(-1), T_len = x.dim(-2), rows = x.numel() / d;
+        const int64_t d = x.dim(-1), T_len = x.dim(-2), rows = x.numel() / d;
+        // The angles in double, then rounded to T — as the PyTorch reference does.
+        std::vector<double> cos_table(T_len * d / 2), sin_table(T_len * d / 2);
+        for (int64_t t = 0; t < T_len; ++t)
+            for (int64_t j = 0; j < d / 2; ++j) {
+                const double theta = static_cast<double>(start + t) * std::pow(10000.0, -2.0 * j / d);
+                cos_table[t * d / 2 + j] = std::cos(theta);
+                sin_table[t * d / 2 + j] = inverse ? -std::sin(theta) : std::sin(theta);
+            }
         with_real_type(x, [&](auto zero) {
             using T = decltype(zero);
             const T* px = x.data<T>();
             T* po = out.data<T>();
             for (int64_t r = 0; r < rows; ++r) {
-                int64_t position = start + r % T_len;
+                const int64_t t = r % T_len;
                 for (int64_t j = 0; j < d / 2; ++j) {
-                    // The angle in double, then rounded to T — as the PyTorch reference does.
-                    double theta = position * std::pow(10000.0, -2.0 * j / d);
-                    T c = static_cast<T>(std::cos(theta)), s = static_cast<T>(std::sin(theta));
-                    if (inverse) s = -s;
-                    T u0 = px[r * d + 2 * j], u1 = px[r * d + 2 * j + 1];
+                    const T c = static_cast<T>(cos_table[t * d / 2 + j]), s = static_cast<T>(sin_table[t * d / 2 + j]);
+                    const T u0 = px[r * d + 2 * j], u1 = px[r * d + 2 * j + 1];
                     po[r * d + 2 * j] = u0 * c - u1 * s;
                     po[r * d + 2 * j + 1] = u0 * s + u1 * c;
                 }

@@ -1,5 +1,6 @@
-// One function per subcommand: each registers its options on the CLI11 app and returns
-// the exit code through `run` once parsing succeeded.
+// One function per subcommand: each registers its options on the CLI11 app and returns a
+// runner that does the work once parsing succeeded (and returns -1 if its subcommand was
+// not the one given).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -7,11 +8,25 @@
 
 namespace tinyformer::cli {
 
-// Exit codes: 0 success, 1 runtime failure, 2 usage / config / input error.
-constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
+// Exit codes: 0 success, 1 runtime failure, 2 usage / config / input error, 130 interrupted.
+constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitInterrupted = 130;
 
 using Runner = std::function<int()>;
 
+// --backend onednn|reference and --threads N (threads -1 = not given on the command line).
+struct EngineOptions {
+    std::string backend = "onednn";
+    int threads = -1;
+};
+void add_engine_options(CLI::App* cmd, EngineOptions& options);
+// Selects the backend and the thread count (the command line's, else `config_threads`;
+// 0 = all cores).
+void apply_engine_options(const EngineOptions& options, int config_threads = 0);
+
 Runner add_gradcheck(CLI::App& app);
+Runner add_train(CLI::App& app);
+Runner add_sample(CLI::App& app);
+Runner add_eval(CLI::App& app);
+Runner add_grads(CLI::App& app);
 
 }  // namespace tinyformer::cli

@@ -1,0 +1,47 @@
+// The corpus as ids: the training and validation texts, their shared vocabulary, the
+// probes, and random training windows.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tinyformer/config.hpp"
+#include "tinyformer/rng.hpp"
+#include "tinyformer/tensor.hpp"
+#include "tinyformer/text.hpp"
+
+namespace tinyformer {
+
+struct Probe {
+    std::u32string prompt;
+    std::u32string answer;
+    std::string kind;  // "who", "colour" or "other", read from the question
+};
+
+struct Corpus {
+    Vocabulary vocab;              // the sorted distinct characters of train + val
+    std::vector<int32_t> train;    // ids
+    std::vector<int32_t> val;
+    std::vector<Probe> probes;     // empty without data.probes_path
+};
+
+// Reads and decodes the data files named by `data` (one text split at 1 - val_fraction, or
+// two texts). A leading byte-order mark is dropped. Throws InputError naming the file.
+Corpus load_corpus(const DataConfig& data);
+
+// prompt<TAB>answer lines (UTF-8, no header). Throws InputError "<file>:<line>: ...".
+std::vector<Probe> load_probes(const std::string& path);
+
+// Reads a text file as characters (strict UTF-8, a leading BOM dropped).
+std::u32string read_text(const std::string& path);
+
+struct Batch {
+    Tensor inputs;   // [B,T] i32
+    Tensor targets;  // [B,T] i32: the next character of each input position
+};
+
+// B windows of T+1 consecutive ids at uniformly random offsets drawn from `rng`.
+Batch sample_batch(const std::vector<int32_t>& ids, int64_t batch_size, int64_t context, Rng& rng);
+
+}  // namespace tinyformer

@@ -1,0 +1,44 @@
+// Scoring a model: loss, bits per character and perplexity of a text, and probe accuracy.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tinyformer/dataset.hpp"
+#include "tinyformer/model.hpp"
+
+namespace tinyformer {
+
+struct TextScore {
+    double loss = 0;        // mean cross-entropy per predicted character, in nats
+    double bpc = 0;         // loss / ln 2
+    double perplexity = 0;  // exp(loss)
+    int64_t predicted = 0;  // characters scored
+};
+
+// The text is cut into consecutive windows ids[k*T : k*T+T+1] (every window with at least
+// 2 ids counts) — exactly as ../shared/reference/torch_model.py eval does — and the loss is
+// the mean over all predicted characters. With max_windows > 0, only that many windows,
+// evenly spaced over the text, are scored (for quick evaluations during training).
+TextScore score_text(const Transformer& model, const std::vector<int32_t>& ids, int64_t max_windows = 0);
+
+struct ProbeResult {
+    Probe probe;
+    std::u32string answer_given;  // greedy decoding, as many characters as the answer has
+    bool correct = false;
+};
+
+struct ProbeScore {
+    int64_t correct = 0, total = 0;
+    double accuracy() const { return total ? static_cast<double>(correct) / total : 0.0; }
+    std::map<std::string, std::pair<int64_t, int64_t>> by_kind;  // kind → (correct, total)
+    std::vector<ProbeResult> misses;
+};
+
+// A probe is answered correctly when greedy decoding from its prompt yields exactly its
+// answer (as many characters as the answer has).
+ProbeScore score_probes(const Transformer& model, const Vocabulary& vocab, const std::vector<Probe>& probes);
+
+}  // namespace tinyformer

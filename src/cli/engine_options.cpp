@@ -1,0 +1,24 @@
+// --backend and --threads, shared by train, eval, sample and bench.
+#include <stdexcept>
+
+#include "commands.hpp"
+#include "tinyformer/backend.hpp"
+#include "tinyformer/errors.hpp"
+
+namespace tinyformer::cli {
+
+void add_engine_options(CLI::App* cmd, EngineOptions& options) {
+    cmd->add_option("--backend", options.backend, "numeric kernels: onednn (default, fast) or reference (Eigen, for checking)");
+    cmd->add_option("--threads", options.threads, "threads for kernels (default: the config's train.threads, else all cores)");
+}
+
+void apply_engine_options(const EngineOptions& options, int config_threads) {
+    if (options.backend == "onednn") set_backend(make_onednn_backend());
+    else if (options.backend == "reference") set_backend(make_reference_backend());
+    else throw InputError("--backend: \"" + options.backend + "\", expected onednn or reference");
+    const int threads = options.threads >= 0 ? options.threads : config_threads;
+    if (threads < 0) throw InputError("--threads: " + std::to_string(threads) + ", expected 0 (all cores) or more");
+    set_num_threads(threads);
+}
+
+}  // namespace tinyformer::cli

@@ -1,0 +1,92 @@
+// tinyformer eval --checkpoint PATH [--text FILE] [--probes FILE] [--json]
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "tinyformer/checkpoint.hpp"
+#include "tinyformer/dataset.hpp"
+#include "tinyformer/errors.hpp"
+#include "tinyformer/evaluate.hpp"
+
+namespace tinyformer::cli {
+
+Runner add_eval(CLI::App& app) {
+    struct Args {
+        std::string checkpoint, text, probes;
+        bool json = false;
+    };
+    auto args = std::make_shared<Args>();
+    auto engine = std::make_shared<EngineOptions>();
+    auto* cmd = app.add_subcommand("eval", "Score a checkpoint: loss, bits per character, perplexity, probes.");
+    cmd->add_option("--checkpoint", args->checkpoint, "a .safetensors file or a run directory")->required();
+    cmd->add_option("--text", args->text, "text to score (default: the validation text of the checkpoint's config)");
+    cmd->add_option("--probes", args->probes, "prompt<TAB>answer file (default: the config's data.probes_path)");
+    cmd->add_flag("--json", args->json, "print one JSON object");
+    cmd->footer("The text is cut into consecutive windows ids[k*T : k*T+T+1], as torch_model.py eval does.");
+    add_engine_options(cmd, *engine);
+    return [cmd, args, engine]() -> int {
+        if (!cmd->parsed()) return -1;
+        apply_engine_options(*engine);
+        LoadedModel loaded = load_model(args->checkpoint);
+        const DataConfig& data = loaded.config.data;
+        std::vector<int32_t> ids;
+        std::string text_name = args->text;
+        if (!args->text.empty()) {
+            ids = loaded.vocab.encode(read_text(args->text), args->text);
+        } else if (!data.val_path.empty() || !data.path.empty()) {
+            Corpus corpus = load_corpus(data);  // the validation text as training split it
+            ids = corpus.val;
+            text_name = data.val_path.empty() ? data.path + " (validation part)" : data.val_path;
+            if (corpus.vocab.chars() != loaded.vocab.chars())
+                throw InputError(text_name + ": its corpus no longer has the checkpoint's vocabulary");
+        } else {
+            throw InputError("eval: the checkpoint's config names no validation text; give --text FILE");
+        }
+        if (ids.size() < 2) throw InputError(text_name + ": needs at least 2 characters to score");
+        TextScore score = score_text(*loaded.model, ids);
+
+        std::string probes_path = args->probes.empty() ? data.probes_path : args->probes;
+        nlohmann::json out = {{"checkpoint", loaded.path}, {"text", text_name}, {"loss", score.loss},
+                              {"bpc", score.bpc},          {"perplexity", score.perplexity},
+                              {"predicted", score.predicted}};
+        if (!probes_path.empty()) {
+            std::vector<Probe> probes = load_probes(probes_path);
+            for (const Probe& probe : probes) loaded.vocab.encode(probe.prompt + probe.answer, probes_path);
+            ProbeScore result = score_probes(*loaded.model, loaded.vocab, probes);
+            out["probes"] = probes_path;
+            out["probe_accuracy"] = result.accuracy();
+            out["probe_correct"] = result.correct;
+            out["probe_total"] = result.total;
+            for (const auto& [kind, counts] : result.by_kind)
+                out["probe_accuracy_by_kind"][kind] = static_cast<double>(counts.first) / counts.second;
+            out["misses"] = nlohmann::json::array();
+            for (const ProbeResult& miss : result.misses)
+                out["misses"].push_back({{"prompt", encode_utf8(miss.probe.prompt)},
+                                         {"expected", encode_utf8(miss.probe.answer)},
+                                         {"got", encode_utf8(miss.answer_given)},
+                                         {"kind", miss.probe.kind}});
+        }
+        if (args->json) {
+            std::printf("%s\n", out.dump(2).c_str());
+            return kExitOk;
+        }
+        std::printf("text        %s\n", text_name.c_str());
+        std::printf("loss        %.4f nats/char over %lld characters\n", score.loss, static_cast<long long>(score.predicted));
+        std::printf("bpc         %.4f bits/char\n", score.bpc);
+        std::printf("perplexity  %.3f\n", score.perplexity);
+        if (out.contains("probe_accuracy")) {
+            std::printf("probes      %lld/%lld correct (%.1f %%)", static_cast<long long>(out["probe_correct"].get<int64_t>()),
+                        static_cast<long long>(out["probe_total"].get<int64_t>()), 100 * out["probe_accuracy"].get<double>());
+            for (auto& [kind, accuracy] : out["probe_accuracy_by_kind"].items())
+                std::printf("  %s %.1f %%", kind.c_str(), 100 * accuracy.get<double>());
+            std::printf("\n");
+            for (const auto& miss : out["misses"])
+                std::printf("  miss: %s → expected %s, got %s\n", miss["prompt"].get<std::string>().c_str(),
+                            miss["expected"].get<std::string>().c_str(), miss["got"].get<std::string>().c_str());
+        }
+        return kExitOk;
+    };
+}
+
+}  // namespace tinyformer::cli

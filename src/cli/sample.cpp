@@ -1,0 +1,70 @@
+// tinyformer sample --checkpoint PATH [--prompt TEXT] [--max-new N] [--temperature T]
+//                   [--top-k K] [--top-p P] [--seed S] [--num-samples N] [--stop TEXT]
+#include <cstdio>
+#include <memory>
+
+#include "commands.hpp"
+#include "tinyformer/checkpoint.hpp"
+#include "tinyformer/errors.hpp"
+#include "tinyformer/sampler.hpp"
+
+namespace tinyformer::cli {
+
+Runner add_sample(CLI::App& app) {
+    struct Args {
+        std::string checkpoint, prompt = "\n", stop;
+        int64_t max_new = 200, top_k = 0, num_samples = 1;
+        double temperature = 1.0, top_p = 1.0;
+        uint64_t seed = 1;
+    };
+    auto args = std::make_shared<Args>();
+    auto engine = std::make_shared<EngineOptions>();
+    auto* cmd = app.add_subcommand("sample", "Generate text from a checkpoint (with a key/value cache).");
+    cmd->add_option("--checkpoint", args->checkpoint, "a .safetensors file or a run directory")->required();
+    cmd->add_option("--prompt", args->prompt, "the text to continue (default: a newline)");
+    cmd->add_option("--max-new", args->max_new, "characters to generate at most (default 200)");
+    cmd->add_option("--temperature", args->temperature, "0 = greedy; higher = more random (default 1)");
+    cmd->add_option("--top-k", args->top_k, "keep only the K most likely characters (1..V; default all)");
+    cmd->add_option("--top-p", args->top_p, "keep the smallest set of characters whose probability reaches P, in (0,1]");
+    cmd->add_option("--seed", args->seed, "random seed (default 1)");
+    cmd->add_option("--num-samples", args->num_samples, "how many samples (default 1)");
+    cmd->add_option("--stop", args->stop, "stop a sample after this text, e.g. 。 or a newline");
+    add_engine_options(cmd, *engine);
+    return [cmd, args, engine]() -> int {
+        if (!cmd->parsed()) return -1;
+        apply_engine_options(*engine);
+        LoadedModel loaded = load_model(args->checkpoint);
+        const int64_t V = loaded.vocab.size();
+        if (!(args->temperature >= 0) || !std::isfinite(args->temperature))
+            throw InputError("--temperature: " + std::to_string(args->temperature) + ", expected a number >= 0");
+        if (args->top_k < 0 || args->top_k > V)
+            throw InputError("--top-k: " + std::to_string(args->top_k) + ", expected 1.." + std::to_string(V) +
+                             " (or 0 for all)");
+        if (!(args->top_p > 0 && args->top_p <= 1))
+            throw InputError("--top-p: " + std::to_string(args->top_p) + ", expected a number in (0, 1]");
+        if (args->max_new < 1 || args->max_new > 10'000'000)
+            throw InputError("--max-new: " + std::to_string(args->max_new) + ", expected 1..10000000");
+        if (args->num_samples < 1) throw InputError("--num-samples: expected at least 1");
+        SampleOptions options;
+        options.max_new = args->max_new;
+        options.temperature = args->temperature;
+        options.top_k = args->top_k;
+        options.top_p = args->top_p;
+        options.stop = decode_utf8(args->stop, "--stop");
+        const std::u32string prompt = decode_utf8(args->prompt, "--prompt");
+        loaded.vocab.encode(prompt, "--prompt");  // unknown characters: an error before any output
+        Rng rng(args->seed);
+        for (int64_t i = 0; i < args->num_samples; ++i) {
+            if (args->num_samples > 1) std::printf("--- sample %lld ---\n", static_cast<long long>(i + 1));
+            std::fputs(args->prompt.c_str(), stdout);
+            generate(*loaded.model, loaded.vocab, prompt, options, rng, [](char32_t c) {
+                std::fputs(encode_utf8(c).c_str(), stdout);
+                std::fflush(stdout);
+            });
+            std::printf("\n");
+        }
+        return kExitOk;
+    };
+}
+
+}  // namespace tinyformer::cli

@@ -1,0 +1,319 @@
+#include "tinyformer/trainer.hpp"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tinyformer/autograd.hpp"
+#include "tinyformer/backend.hpp"
+#include "tinyformer/checkpoint.hpp"
+#include "tinyformer/dataset.hpp"
+#include "tinyformer/errors.hpp"
+#include "tinyformer/evaluate.hpp"
+#include "tinyformer/optim.hpp"
+#include "tinyformer/plot.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tinyformer {
+namespace {
+
+volatile std::sig_atomic_t interrupt_requested = 0;
+extern "C" void on_sigint(int) { interrupt_requested = 1; }
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string duration_str(double seconds) {
+    char buffer[32];
+    if (seconds < 60) std::snprintf(buffer, sizeof buffer, "%.1fs", seconds);
+    else std::snprintf(buffer, sizeof buffer, "%dm%02ds", static_cast<int>(seconds) / 60, static_cast<int>(seconds) % 60);
+    return buffer;
+}
+
+// ---- the training state: everything a resumed run needs, in one file ----
+
+void save_train_state(const std::string& path, const Transformer& model, AdamW& adam, const Rng& rng,
+                      const RunConfig& config, int64_t step) {
+    NamedTensors tensors;
+    for (const auto& [name, p] : model.parameters().named()) tensors.emplace_back(name, p);
+    tensors.emplace_back("optimizer.m", adam.first_moment());
+    tensors.emplace_back("optimizer.v", adam.second_moment());
+    std::sort(tensors.begin(), tensors.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    std::map<std::string, std::string> metadata = {
+        {"format", "tinyformer-train-state/1"},
+        {"config", config_to_json(config).dump()},
+        {"step", std::to_string(step)},
+        {"adam_steps", std::to_string(adam.steps_taken())},
+    };
+    for (int i = 0; i < 4; ++i) metadata["rng." + std::to_string(i)] = std::to_string(rng.state[i]);
+    write_file_atomic(path, safetensors_bytes(tensors, metadata));
+}
+
+// Restores weights, moments, RNG and step from `path`; returns the step.
+int64_t load_train_state(const std::string& path, Transformer& model, AdamW& adam, Rng& rng) {
+    SafetensorsFile file = read_safetensors(path);
+    auto meta = [&](const std::string& key) -> const std::string& {
+        auto it = file.metadata.find(key);
+        if (it == file.metadata.end()) throw InputError(path + ": __metadata__ has no \"" + key + "\"");
+        return it->second;
+    };
+    if (meta("format") != "tinyformer-train-state/1")
+        throw InputError(path + ": format \"" + meta("format") + "\", expected \"tinyformer-train-state/1\"");
+    auto integer = [&](const std::string& key) {
+        try {
+            size_t used = 0;
+            unsigned long long value = std::stoull(meta(key), &used);
+            if (used != meta(key).size()) throw std::invalid_argument(key);
+            return value;
+        } catch (const std::logic_error&) {
+            throw InputError(path + ": __metadata__ \"" + key + "\" is \"" + meta(key) + "\", expected an integer");
+        }
+    };
+    std::map<std::string, Tensor> by_name(file.tensors.begin(), file.tensors.end());
+    auto restore = [&](const std::string& name, Tensor& into) {
+        auto it = by_name.find(name);
+        if (it == by_name.end()) throw InputError(path + ": tensor " + name + " is missing");
+        if (it->second.shape() != into.shape())
+            throw InputError(path + ": tensor " + name + " has shape " + shape_str(it->second.shape()) + ", expected " +
+                             shape_str(into.shape()));
+        into.copy_from(it->second);
+    };
+    for (const auto& [name, p] : model.parameters().named()) {
+        Tensor param = p;
+        restore(name, param);
+    }
+    restore("optimizer.m", adam.first_moment());
+    restore("optimizer.v", adam.second_moment());
+    adam.set_steps_taken(static_cast<int64_t>(integer("adam_steps")));
+    for (int i = 0; i < 4; ++i) rng.state[i] = integer("rng." + std::to_string(i));
+    return static_cast<int64_t>(integer("step"));
+}
+
+// The model keys of two configurations that differ, as "model.d_model (64 → 128)".
+std::string model_differences(const RunConfig& saved, const RunConfig& now) {
+    nlohmann::json a = config_to_json(saved)["model"], b = config_to_json(now)["model"];
+    std::string differences;
+    for (auto& [key, value] : a.items())
+        if (key != "vocab_size" && b.contains(key) && b[key] != value)
+            differences += (differences.empty() ? "" : ", ") + std::string("model.") + key + " (" + value.dump() +
+                           " in the run, " + b[key].dump() + " now)";
+    return differences;
+}
+
+// ---- metrics ----
+
+struct MetricsLog {
+    std::string path;
+    std::vector<nlohmann::json> rows;
+
+    // Keeps the rows of an earlier run up to `step` (a resumed run rewrites what followed).
+    void load_until(int64_t step) {
+        std::ifstream in(path);
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.empty()) continue;
+            nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
+            if (!row.is_discarded() && row.contains("step") && row["step"].get<int64_t>() <= step) rows.push_back(row);
+        }
+    }
+    void append(const nlohmann::json& row) {
+        rows.push_back(row);
+        std::string text;
+        for (const auto& r : rows) text += r.dump() + "\n";
+        write_file_atomic(path, text);
+    }
+    std::string loss_svg(const std::string& title) const {
+        Series train{"train loss", "#1f77b4", {}}, val{"val loss", "#d62728", {}};
+        for (const auto& r : rows) {
+            if (r.contains("loss")) train.points.emplace_back(r["step"].get<double>(), r["loss"].get<double>());
+            if (r.contains("val_loss")) val.points.emplace_back(r["step"].get<double>(), r["val_loss"].get<double>());
+        }
+        return line_chart_svg(title, "step", "cross-entropy (nats per character)", {train, val});
+    }
+};
+
+// A live progress bar on a terminal's stderr.
+void draw_progress(int64_t step, int64_t total, double loss, double tokens_per_second, double eta) {
+    const int width = 30;
+    const int filled = static_cast<int>(width * static_cast<double>(step) / static_cast<double>(total));
+    std::string bar(filled, '#');
+    bar.resize(width, '.');
+    std::fprintf(stderr, "\r[%s] %lld/%lld loss %.4f %.1fk tok/s ETA %s   ", bar.c_str(), static_cast<long long>(step),
+                 static_cast<long long>(total), loss, tokens_per_second / 1000, duration_str(eta).c_str());
+    std::fflush(stderr);
+}
+void clear_progress() { std::fprintf(stderr, "\r%80s\r", ""); }
+
+}  // namespace
+
+nlohmann::json train(const TrainOptions& options) {
+    const Clock::time_point started = Clock::now();
+    RunConfig config = options.config;
+    const std::string& dir = options.run_dir;
+    const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
+    const std::string model_path = (fs::path(dir) / "model.safetensors").string();
+
+    // Everything that can be wrong is found before the first step.
+    Corpus corpus = load_corpus(config.data);
+    if (config.model.vocab_size != 0 && config.model.vocab_size != corpus.vocab.size())
+        throw InputError("model.vocab_size: " + std::to_string(config.model.vocab_size) + ", but the corpus has " +
+                         std::to_string(corpus.vocab.size()) + " distinct characters");
+    config.model.vocab_size = corpus.vocab.size();
+    if (static_cast<int64_t>(corpus.train.size()) < config.model.context + 1)
+        throw InputError("data: the training text has " + std::to_string(corpus.train.size()) +
+                         " characters, fewer than model.context + 1 = " + std::to_string(config.model.context + 1));
+
+    if (options.resume) {
+        if (!fs::exists(state_path)) throw InputError(dir + ": no train_state.safetensors to resume from");
+        SafetensorsFile saved = read_safetensors(state_path);
+        RunConfig saved_config = config_from_json(nlohmann::json::parse(saved.metadata["config"]));
+        std::string differences = model_differences(saved_config, config);
+        if (!differences.empty())
+            throw InputError(state_path + ": cannot resume with a different model: " + differences);
+    } else if (fs::exists(state_path) && !options.overwrite) {
+        throw InputError(dir + " already holds a run (train_state.safetensors): continue it with --resume " + dir +
+                         ", or start over with --force or another --out");
+    }
+    std::error_code error;
+    fs::create_directories(dir, error);
+    if (error) throw InputError(dir + ": cannot create the run directory: " + error.message());
+    try {
+        const std::string config_path = (fs::path(dir) / "config.toml").string();
+        write_file_atomic(config_path, config_to_toml(config, config_path));  // paths relative to the run dir
+    } catch (const std::runtime_error& e) {
+        throw InputError(std::string(e.what()) + " (the run directory must be writable)");
+    }
+
+    Transformer model(config.model, static_cast<uint64_t>(config.train.seed));
+    AdamW adam(model.parameters(), config.optim);
+    Rng batch_rng(static_cast<uint64_t>(config.train.seed) ^ 0x5eedba7c4ULL);
+    int64_t step = 0;
+    if (options.resume) step = load_train_state(state_path, model, adam, batch_rng);
+    MetricsLog metrics{(fs::path(dir) / "metrics.jsonl").string(), {}};
+    if (options.resume) metrics.load_until(step);
+
+    const int64_t total = config.train.steps, B = config.train.batch_size, T = config.model.context;
+    spdlog::info("{} {}: {} parameters, vocabulary {}, {} training / {} validation characters, backend {}",
+                 options.resume ? "resuming" : "training", config.name, model.parameters().count(),
+                 corpus.vocab.size(), corpus.train.size(), corpus.val.size(), backend().name());
+    if (options.resume) spdlog::info("resumed at step {}/{}", step, total);
+
+    auto save_checkpoint = [&](int64_t at_step) {
+        save_train_state(state_path, model, adam, batch_rng, config, at_step);
+        save_model(model_path, model, corpus.vocab, config, at_step);
+    };
+
+    interrupt_requested = 0;
+    auto previous_handler = std::signal(SIGINT, on_sigint);
+    const bool terminal = config.logging.progress_bar && isatty(STDERR_FILENO);
+    const Clock::time_point loop_start = Clock::now();
+    const int64_t first_step = step;
+    double interval_loss = 0, last_train_loss = NAN;
+    int64_t interval_steps = 0;
+    Clock::time_point interval_start = Clock::now();
+
+    while (step < total) {
+        const double lr = learning_rate(config.optim, step, total);
+        Batch batch = sample_batch(corpus.train, B, T, batch_rng);
+        model.parameters().zero_grad();
+        Tensor loss = model.loss(batch.inputs, batch.targets);
+        const double loss_value = loss.item();
+        if (!std::isfinite(loss_value)) {
+            std::signal(SIGINT, previous_handler);
+            throw std::runtime_error("training loss is " + std::to_string(loss_value) + " at step " +
+                                     std::to_string(step + 1) + "; stopped, the last good checkpoint in " + dir +
+                                     " is kept (try a lower optim.lr)");
+        }
+        loss.backward();
+        const double grad_norm = clip_grad_norm(model.parameters(), config.optim.grad_clip);
+        adam.step(lr);
+        ++step;
+        interval_loss += loss_value;
+        ++interval_steps;
+
+        const bool evaluate_now = step == total || (config.train.eval_every > 0 && step % config.train.eval_every == 0);
+        const bool log_now = evaluate_now || step % config.logging.log_every == 0;
+        if (log_now) {
+            const double elapsed = seconds_since(loop_start);
+            const double tokens_per_second = interval_steps * B * T / seconds_since(interval_start);
+            const double eta = elapsed / static_cast<double>(step - first_step) * static_cast<double>(total - step);
+            last_train_loss = interval_loss / interval_steps;
+            nlohmann::json row = {{"step", step},          {"loss", last_train_loss},
+                                  {"lr", lr},              {"grad_norm", grad_norm},
+                                  {"tokens_per_s", tokens_per_second}, {"elapsed_s", elapsed}};
+            std::string val_text;
+            if (evaluate_now) {
+                TextScore val = score_text(model, corpus.val, step == total ? 0 : config.train.eval_windows);
+                row["val_loss"] = val.loss;
+                char buffer[32];
+                std::snprintf(buffer, sizeof buffer, " | val %.4f", val.loss);
+                val_text = buffer;
+            }
+            if (terminal) clear_progress();
+            spdlog::info("step {:>{}}/{} | loss {:.4f}{} | lr {:.2e} | {:.1f}k tok/s | {} elapsed | ETA {}", step,
+                         std::to_string(total).size(), total, last_train_loss, val_text, lr,
+                         tokens_per_second / 1000, duration_str(elapsed), duration_str(eta));
+            metrics.append(row);
+            interval_loss = 0, interval_steps = 0, interval_start = Clock::now();
+        } else if (terminal) {
+            const double elapsed = seconds_since(loop_start);
+            draw_progress(step, total, loss_value, (step - first_step) * B * T / elapsed,
+                          elapsed / static_cast<double>(step - first_step) * static_cast<double>(total - step));
+        }
+        const bool checkpoint_now =
+            evaluate_now || (config.train.checkpoint_every > 0 && step % config.train.checkpoint_every == 0);
+        if (checkpoint_now || interrupt_requested) save_checkpoint(step);
+        if (interrupt_requested) {
+            if (terminal) clear_progress();
+            std::signal(SIGINT, previous_handler);
+            write_file_atomic((fs::path(dir) / "loss.svg").string(), metrics.loss_svg(config.name));
+            throw Interrupted("interrupted at step " + std::to_string(step) + "/" + std::to_string(total) +
+                              "; checkpoint saved in " + dir + "; continue with --resume " + dir);
+        }
+    }
+    std::signal(SIGINT, previous_handler);
+    const double train_seconds = seconds_since(loop_start);
+    if (step == first_step) save_checkpoint(step);  // nothing to do, but leave a loadable run
+
+    // The final scores: the whole validation text, and the probes.
+    TextScore val = score_text(model, corpus.val);
+    nlohmann::json summary = {
+        {"name", config.name},
+        {"steps", step},
+        {"train_loss", std::isnan(last_train_loss) ? nlohmann::json(nullptr) : nlohmann::json(last_train_loss)},
+        {"val_loss", val.loss},
+        {"val_bpc", val.bpc},
+        {"val_perplexity", val.perplexity},
+        {"params", model.parameters().count()},
+        {"vocab_size", corpus.vocab.size()},
+        {"tokens_per_second", step > first_step ? (step - first_step) * B * T / train_seconds : 0.0},
+        {"train_seconds", train_seconds},
+        {"backend", backend().name()},
+    };
+    if (!corpus.probes.empty()) {
+        ProbeScore probes = score_probes(model, corpus.vocab, corpus.probes);
+        summary["probe_accuracy"] = probes.accuracy();
+        for (const auto& [kind, counts] : probes.by_kind)
+            summary["probe_accuracy_by_kind"][kind] = static_cast<double>(counts.first) / counts.second;
+        spdlog::info("probes: {}/{} correct ({:.1f} %)", probes.correct, probes.total, 100 * probes.accuracy());
+    } else {
+        summary["probe_accuracy"] = nullptr;
+    }
+    summary["wall_seconds"] = seconds_since(started);
+    write_file_atomic((fs::path(dir) / "loss.svg").string(), metrics.loss_svg(config.name));
+    write_file_atomic((fs::path(dir) / "summary.json").string(), summary.dump(2) + "\n");
+    spdlog::info("done: val loss {:.4f} ({:.3f} bits/char), {:.1f}s of training, run in {}", val.loss, val.bpc,
+                 train_seconds, dir);
+    return summary;
+}
+
+}  // namespace tinyformer

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Training through the CLI: determinism, the run directory's files, Ctrl-C, and a resumed
+# run ending bit-identical to an uninterrupted one.
+source "$(dirname "$0")/common.sh"
+config="$src/tests/data/tiny.toml"
+
+# Same config, seed and thread count: the same bytes.
+"$tf" train --config "$config" --out "$scratch/a" >/dev/null 2>&1 || fail "training run a"
+"$tf" train --config "$config" --out "$scratch/b" >/dev/null 2>&1 || fail "training run b"
+for f in config.toml metrics.jsonl loss.svg model.safetensors train_state.safetensors summary.json; do
+  [[ -s "$scratch/a/$f" ]] && pass "run directory holds $f" || fail "run directory lacks $f"
+done
+cmp -s "$scratch/a/model.safetensors" "$scratch/b/model.safetensors" && pass "two runs give identical weights" \
+  || fail "two runs of the same config differ"
+diff <(grep -o '"loss":[^,]*' "$scratch/a/metrics.jsonl") <(grep -o '"loss":[^,]*' "$scratch/b/metrics.jsonl") >/dev/null \
+  && pass "the same loss at every logged step" || fail "logged losses differ"
+ls -a "$scratch/a" | grep -q '\.tmp' && fail "temporary files left behind" || pass "no temporary files left"
+for key in steps train_loss val_loss val_bpc probe_accuracy tokens_per_second wall_seconds params vocab_size; do
+  grep -q "\"$key\"" "$scratch/a/summary.json" && pass "summary has $key" || fail "summary.json lacks $key"
+done
+
+# A second run into the same directory is refused rather than overwriting it.
+expect_exit 2 "training over an existing run is refused" -- "$tf" train --config "$config" --out "$scratch/a"
+expect_in "$err" "--resume" "the refusal says how to continue"
+
+# Ctrl-C: a checkpoint is saved, the exit is clean; --resume finishes bit-identical.
+"$tf" train --config "$config" --out "$scratch/long" --set train.steps=400 --set logging.log_every=1 \
+  >/dev/null 2>&1 || fail "uninterrupted long run"
+"$tf" train --config "$config" --out "$scratch/cut" --set train.steps=400 --set logging.log_every=1 \
+  >/dev/null 2>"$scratch/cut.err" &
+pid=$!
+for _ in $(seq 1 300); do [[ -s "$scratch/cut/metrics.jsonl" ]] && break; sleep 0.05; done
+sleep 0.2
+kill -INT $pid
+wait $pid; code=$?
+if [[ $code -eq 130 ]]; then pass "Ctrl-C exits with 130"; else fail "Ctrl-C: exit $code, expected 130 (did the run finish first?)"; fi
+grep -q "interrupted at step" "$scratch/cut.err" && pass "Ctrl-C names the step" || fail "no interruption message: $(cat "$scratch/cut.err")"
+"$tf" sample --checkpoint "$scratch/cut" --max-new 5 >/dev/null 2>&1 && pass "the interrupted run's checkpoint loads" \
+  || fail "the interrupted run's checkpoint does not load"
+"$tf" train --resume "$scratch/cut" >/dev/null 2>&1 || fail "resume"
+cmp -s "$scratch/long/model.safetensors" "$scratch/cut/model.safetensors" \
+  && pass "interrupted + resumed = uninterrupted, bit for bit" || fail "resumed weights differ from the uninterrupted run"
+
+# Resuming with a different model is refused, naming the keys.
+expect_exit 2 "resume with another model refused" -- "$tf" train --config "$config" --resume "$scratch/cut" --set model.d_model=32
+expect_in "$err" "model.d_model" "the refusal names model.d_model"
+finish

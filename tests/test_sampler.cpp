@@ -1,0 +1,127 @@
+// Sampling: the filters, and the key/value cache against full recomputation.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "tinyformer/autograd.hpp"
+#include "tinyformer/errors.hpp"
+#include "tinyformer/sampler.hpp"
+
+using namespace tinyformer;
+
+TEST_CASE("temperature 0 is greedy", "[sampler]") {
+    auto p = next_char_distribution({0.1, 2.0, -1.0, 2.0}, 0.0, 0, 1.0);
+    REQUIRE(p == std::vector<double>{0, 1, 0, 0});  // the first of the tied maxima
+}
+
+TEST_CASE("top-k keeps the k most likely characters", "[sampler]") {
+    std::vector<double> logits = {std::log(0.1), std::log(0.4), std::log(0.2), std::log(0.3)};
+    auto p = next_char_distribution(logits, 1.0, 2, 1.0);
+    REQUIRE(p[0] == 0.0);
+    REQUIRE(p[2] == 0.0);
+    REQUIRE(p[1] == Approx(0.4 / 0.7));
+    REQUIRE(p[3] == Approx(0.3 / 0.7));
+    auto all = next_char_distribution(logits, 1.0, 0, 1.0);
+    REQUIRE(all[0] == Approx(0.1));
+}
+
+TEST_CASE("top-p keeps the smallest set reaching p", "[sampler]") {
+    std::vector<double> logits = {std::log(0.1), std::log(0.4), std::log(0.2), std::log(0.3)};
+    auto p = next_char_distribution(logits, 1.0, 0, 0.65);  // 0.4 + 0.3 = 0.7 >= 0.65
+    REQUIRE(p[1] == Approx(0.4 / 0.7));
+    REQUIRE(p[3] == Approx(0.3 / 0.7));
+    REQUIRE(p[0] == 0.0);
+    REQUIRE(p[2] == 0.0);
+    auto just_top = next_char_distribution(logits, 1.0, 0, 0.4);  // the top one alone reaches 0.4
+    REQUIRE(just_top[1] == 1.0);
+}
+
+TEST_CASE("temperature sharpens and flattens", "[sampler]") {
+    std::vector<double> logits = {0.0, 1.0};
+    REQUIRE(next_char_distribution(logits, 0.5, 0, 1.0)[1] > next_char_distribution(logits, 1.0, 0, 1.0)[1]);
+    REQUIRE(next_char_distribution(logits, 100.0, 0, 1.0)[1] == Approx(0.5).epsilon(0.01));
+}
+
+TEST_CASE("draw follows the distribution", "[sampler]") {
+    Rng rng(11);
+    std::vector<int> counts(3);
+    for (int i = 0; i < 20000; ++i) ++counts[draw({0.2, 0.0, 0.8}, rng)];
+    REQUIRE(counts[1] == 0);
+    REQUIRE(counts[0] / 20000.0 == Approx(0.2).margin(0.015));
+}
+
+static Vocabulary letters(int n) {
+    std::vector<char32_t> chars;
+    for (int i = 0; i < n; ++i) chars.push_back(U'a' + i);
+    return Vocabulary(chars);
+}
+
+TEST_CASE("KV-cache generation equals full recomputation", "[sampler]") {
+    for (const std::string positions : {"rope", "learned"}) {
+        INFO(positions);
+        ModelConfig config{.vocab_size = 7, .d_model = 16, .n_heads = 2, .n_layers = 2, .context = 12,
+                           .positions = positions};
+        Transformer model(config, 21);
+        for (const auto& [name, p] : model.parameters().named()) {  // larger weights: a peaked, varied model
+            Tensor param = p;
+            Rng rng(5);
+            for (int64_t i = 0; i < param.numel(); ++i) param.data<float>()[i] += static_cast<float>(rng.normal(0, 0.3));
+        }
+        Vocabulary vocab = letters(7);
+
+        // The logits of every prefix position agree.
+        std::vector<int32_t> ids = {1, 4, 2, 6, 0, 3, 3, 5};
+        NoGradScope no_grad;
+        Tensor full = model.forward(Tensor::ids(ids, {1, 8}));  // [1,8,7]
+        KVCache cache = model.make_cache();
+        model.forward_cached(Tensor::ids({1, 4, 2}, {1, 3}), cache);  // a prompt of 3, then one at a time
+        for (int t = 3; t < 8; ++t) {
+            Tensor step = model.forward_cached(Tensor::ids({ids[t]}, {1, 1}), cache);
+            for (int v = 0; v < 7; ++v) REQUIRE(step.at(v) == Approx(full.at(t * 7 + v)).margin(1e-5));
+        }
+
+        // Greedy text agrees within the context.
+        SampleOptions greedy;
+        greedy.temperature = 0;
+        greedy.max_new = 9;  // 3 + 9 = 12 = the context
+        Rng a(1), b(1);
+        REQUIRE(encode_utf8(generate(model, vocab, U"bca", greedy, a)) ==
+                encode_utf8(generate_uncached(model, vocab, U"bca", greedy, b)));
+    }
+}
+
+TEST_CASE("learned positions restart the window beyond the context, matching recomputation", "[sampler]") {
+    ModelConfig config{.vocab_size = 5, .d_model = 8, .n_heads = 2, .n_layers = 2, .context = 6, .positions = "learned"};
+    Transformer model(config, 4);
+    for (const auto& [name, p] : model.parameters().named()) {
+        Tensor param = p;
+        Rng rng(9);
+        for (int64_t i = 0; i < param.numel(); ++i) param.data<float>()[i] += static_cast<float>(rng.normal(0, 0.5));
+    }
+    SampleOptions sampled;
+    sampled.max_new = 30;  // five windows' worth
+    Rng a(7), b(7);
+    Vocabulary vocab = letters(5);
+    REQUIRE(encode_utf8(generate(model, vocab, U"ab", sampled, a)) ==
+            encode_utf8(generate_uncached(model, vocab, U"ab", sampled, b)));
+}
+
+TEST_CASE("the stop string ends a sample, and bad prompts are errors", "[sampler]") {
+    ModelConfig config{.vocab_size = 3, .d_model = 8, .n_heads = 2, .n_layers = 1, .context = 8};
+    Transformer model(config, 2);
+    Vocabulary vocab = letters(3);
+    SampleOptions options;
+    options.max_new = 500;
+    options.stop = U"a";
+    Rng rng(3);
+    std::u32string text = generate(model, vocab, U"b", options, rng);
+    REQUIRE(text.back() == U'a');
+    REQUIRE(text.find(U'a') == text.size() - 1);
+    REQUIRE_THROWS_WITH(generate(model, vocab, U"bz", options, rng), Catch::Contains("'z'") && Catch::Contains("prompt"));
+    REQUIRE_THROWS_WITH(generate(model, vocab, U"", options, rng), Catch::Contains("empty"));
+    // A prompt longer than the context is read through its last `context` characters.
+    options.stop.clear();
+    options.max_new = 4;
+    options.temperature = 0;
+    Rng r1(1), r2(1);
+    REQUIRE(generate(model, vocab, U"ccccccccccab", options, r1) == generate(model, vocab, U"ccccccab", options, r2));
+}
