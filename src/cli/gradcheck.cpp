@@ -8,9 +8,9 @@
 namespace tinyformer::cli {
 
 Runner add_gradcheck(CLI::App& app) {
-    auto* cmd = app.add_subcommand(
-        "gradcheck",
-        "Check every op's and the whole model's gradients against central finite differences in float64.\n"
+    auto* cmd = app.add_subcommand("gradcheck", "Check every op's and the whole model's gradients in float64.");
+    cmd->footer(
+        "Compares the engine's gradients with central finite differences in float64.\n"
         "For each check, with a fixed random R of the output's shape:\n"
         "  analytic = d<f,R>/dx from backward(), numeric = (<f(x+h),R> - <f(x-h),R>) / 2h, h = 1e-5\n"
         "  relative error = |analytic - numeric| / max(|analytic|, |numeric|, 1e-3)\n"

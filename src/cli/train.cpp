@@ -27,7 +27,8 @@ Runner add_train(CLI::App& app) {
     cmd->add_flag("--force", args->force, "start afresh even if the run directory holds a run");
     add_engine_options(cmd, args->engine);
     cmd->footer("Writes config.toml, metrics.jsonl, loss.svg, model.safetensors, train_state.safetensors and "
-                "summary.json.\nCtrl-C saves a checkpoint; --resume continues with bit-identical results.");
+                "summary.json.\nCtrl-C saves a checkpoint; --resume continues with bit-identical results.\n\n"
+                "Config keys (section.key, default, meaning):\n" + config_reference());
     return [cmd, args]() -> int {
         if (!cmd->parsed()) return -1;
         if (args->config.empty() && args->resume.empty())
