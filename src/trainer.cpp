@@ -207,9 +207,11 @@ nlohmann::json train(const TrainOptions& options) {
                  corpus.vocab.size(), corpus.train.size(), corpus.val.size(), backend().name());
     if (options.resume) spdlog::info("resumed at step {}/{}", step, total);
 
+    int64_t saved_step = options.resume ? step : -1;  // the step of the checkpoint on disk
     auto save_checkpoint = [&](int64_t at_step) {
         save_train_state(state_path, model, adam, batch_rng, config, at_step);
         save_model(model_path, model, corpus.vocab, config, at_step);
+        saved_step = at_step;
     };
 
     interrupt_requested = 0;
@@ -229,9 +231,11 @@ nlohmann::json train(const TrainOptions& options) {
         const double loss_value = loss.item();
         if (!std::isfinite(loss_value)) {
             std::signal(SIGINT, previous_handler);
+            const std::string kept = saved_step >= 0 ? "the checkpoint of step " + std::to_string(saved_step) +
+                                                           " in " + dir + " is kept"
+                                                     : "no checkpoint had been saved yet";
             throw std::runtime_error("training loss is " + std::to_string(loss_value) + " at step " +
-                                     std::to_string(step + 1) + "; stopped, the last good checkpoint in " + dir +
-                                     " is kept (try a lower optim.lr)");
+                                     std::to_string(step + 1) + "; stopped, " + kept + " (try a lower optim.lr)");
         }
         loss.backward();
         const double grad_norm = clip_grad_norm(model.parameters(), config.optim.grad_clip);

@@ -41,6 +41,16 @@ grep -q "interrupted at step" "$scratch/cut.err" && pass "Ctrl-C names the step"
 cmp -s "$scratch/long/model.safetensors" "$scratch/cut/model.safetensors" \
   && pass "interrupted + resumed = uninterrupted, bit for bit" || fail "resumed weights differ from the uninterrupted run"
 
+# A loss that stops being finite ends training with exit 1, naming the step, and keeps the
+# last good checkpoint untouched.
+cp "$scratch/a/model.safetensors" "$scratch/good.safetensors"
+expect_exit 1 "a non-finite loss stops training" -- "$tf" train --resume "$scratch/a" --set train.steps=60 \
+  --set optim.lr=1e30 --set optim.grad_clip=0
+expect_in "$err" "at step" "the error names the step"
+expect_in "$err" "step 40" "the error names the kept checkpoint"
+cmp -s "$scratch/good.safetensors" "$scratch/a/model.safetensors" && pass "the last good checkpoint is kept" \
+  || fail "the checkpoint changed after a non-finite loss"
+
 # Resuming with a different model is refused, naming the keys.
 expect_exit 2 "resume with another model refused" -- "$tf" train --config "$config" --resume "$scratch/cut" --set model.d_model=32
 expect_in "$err" "model.d_model" "the refusal names model.d_model"
