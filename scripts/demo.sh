@@ -14,8 +14,8 @@ build/tinyformer train --config configs/lesson12.toml --force
 
 echo
 echo "== sample: stories continued from the lesson's sentence =="
-build/tinyformer sample --checkpoint runs/lesson12 --prompt "小丁拿着红色的苹果。" --max-new 120 \
-  --temperature 0.8 --top-k 20 --num-samples 3 --stop $'\n' --seed 1
+build/tinyformer sample --checkpoint runs/lesson12 --prompt "小丁拿着红色的苹果。" --max-new 100 \
+  --temperature 1.0 --top-k 20 --num-samples 2 --seed 1
 
 echo
 echo "== eval: validation loss and the who / what-colour probes =="

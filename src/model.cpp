@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 
 #include "tinyformer/autograd.hpp"
@@ -54,23 +55,32 @@ std::vector<ParameterSpec> parameter_specs(const ModelConfig& c) {
     return specs;
 }
 
-static void initialise(Parameters& params, int64_t n_layers, uint64_t seed) {
+// PyTorch's default initialisation, so that a run matches the reference's recipe:
+// nn.Embedding ~ N(0, 1); nn.Linear weight [out,in] and bias ~ U(-1/√in, 1/√in);
+// nn.LayerNorm weight 1, bias 0.
+static void initialise(Parameters& params, uint64_t seed) {
     Rng rng(seed);
-    const double std = 0.02, residual_std = 0.02 / std::sqrt(2.0 * n_layers);
     auto ends_with = [](const std::string& s, const std::string& tail) {
         return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
     };
+    auto fill = [](Tensor p, const std::function<double()>& draw) {
+        for (int64_t i = 0; i < p.numel(); ++i) {
+            const double value = draw();
+            if (p.dtype() == DType::f32) p.data<float>()[i] = static_cast<float>(value);
+            else p.data<double>()[i] = value;
+        }
+    };
     for (const auto& [name, param] : params.named()) {
         Tensor p = param;
-        if (ends_with(name, ".bias")) p.fill(0.0);
-        else if (name.find("ln") != std::string::npos) p.fill(1.0);  // layer-norm weights
-        else {
-            double s = ends_with(name, "out_proj.weight") || ends_with(name, "fc2.weight") ? residual_std : std;
-            for (int64_t i = 0; i < p.numel(); ++i) {
-                double value = rng.normal(0.0, s);
-                if (p.dtype() == DType::f32) p.data<float>()[i] = static_cast<float>(value);
-                else p.data<double>()[i] = value;
-            }
+        const bool layer_norm = name.find(".ln") != std::string::npos || name.rfind("ln_f.", 0) == 0;
+        if (layer_norm) {
+            p.fill(ends_with(name, ".weight") ? 1.0 : 0.0);
+        } else if (name == "tok_emb.weight" || name == "pos_emb.weight") {
+            fill(p, [&] { return rng.normal(0.0, 1.0); });
+        } else {  // a linear layer's weight [out,in], or its bias [out]
+            const std::string weight_name = ends_with(name, ".bias") ? name.substr(0, name.size() - 4) + "weight" : name;
+            const double bound = 1.0 / std::sqrt(static_cast<double>(params.get(weight_name).dim(1)));
+            fill(p, [&] { return (2.0 * rng.uniform() - 1.0) * bound; });
         }
     }
 }
@@ -78,7 +88,7 @@ static void initialise(Parameters& params, int64_t n_layers, uint64_t seed) {
 Transformer::Transformer(const ModelConfig& config, uint64_t seed, DType dtype) : config_(config) {
     config_.validate();
     params_ = Parameters(parameter_specs(config_), dtype);
-    initialise(params_, config_.n_layers, seed);
+    initialise(params_, seed);
 
     tok_emb = params_.get("tok_emb.weight");
     if (config_.positions == "learned") pos_emb = params_.get("pos_emb.weight");

@@ -35,26 +35,38 @@ TEST_CASE("initialisation is deterministic from the seed, and documented", "[mod
     Transformer a(ModelConfig{}, 42), b(ModelConfig{}, 42), c(ModelConfig{}, 43);
     REQUIRE(a.parameters().values().to_vector() == b.parameters().values().to_vector());
     REQUIRE(a.parameters().values().to_vector() != c.parameters().values().to_vector());
-    // biases 0, layer-norm weights 1, weights with std 0.02 (residual writers smaller)
-    REQUIRE(a.parameters().get("blocks.0.mlp.fc1.bias").to_vector() == std::vector<double>(256, 0.0));
+    // PyTorch's defaults: layer norms 1 and 0, embeddings N(0,1), linear layers U(±1/√in)
     REQUIRE(a.parameters().get("ln_f.weight").to_vector() == std::vector<double>(64, 1.0));
-    auto std_of = [](const Tensor& t) {
+    REQUIRE(a.parameters().get("blocks.0.ln1.bias").to_vector() == std::vector<double>(64, 0.0));
+    auto rms = [](const Tensor& t) {
         double sum = 0;
         for (double v : t.to_vector()) sum += v * v;
         return std::sqrt(sum / t.numel());
     };
-    REQUIRE(std_of(a.parameters().get("tok_emb.weight")) == Approx(0.02).epsilon(0.05));
-    REQUIRE(std_of(a.parameters().get("blocks.0.mlp.fc2.weight")) == Approx(0.01).epsilon(0.05));  // 0.02/√(2·2)
+    auto max_abs = [](const Tensor& t) {
+        double m = 0;
+        for (double v : t.to_vector()) m = std::max(m, std::abs(v));
+        return m;
+    };
+    REQUIRE(rms(a.parameters().get("tok_emb.weight")) == Approx(1.0).epsilon(0.05));
+    const Tensor& fc2 = a.parameters().get("blocks.0.mlp.fc2.weight");  // [64,256]: in = 256
+    REQUIRE(max_abs(fc2) <= 1.0 / 16);
+    REQUIRE(rms(fc2) == Approx(1.0 / 16 / std::sqrt(3.0)).epsilon(0.05));  // uniform: bound/√3
+    const Tensor& fc1_bias = a.parameters().get("blocks.0.mlp.fc1.bias");  // fc1 [256,64]: in = 64
+    REQUIRE(max_abs(fc1_bias) <= 1.0 / 8);
+    REQUIRE(max_abs(fc1_bias) > 1.0 / 16);
 }
 
-TEST_CASE("forward gives [B,T,V] logits and a loss near ln V at initialisation", "[model]") {
+TEST_CASE("forward gives [B,T,V] logits and a loss a little above ln V at initialisation", "[model]") {
     Transformer model(ModelConfig{}, 7);
     std::vector<int32_t> ids(2 * 10);
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 31) % 79);
     Tensor x = Tensor::ids(ids, {2, 10});
     REQUIRE(model.forward(x).shape() == Shape{2, 10, 79});
     double loss = model.loss(x, x).item();
-    REQUIRE(loss == Approx(std::log(79.0)).epsilon(0.02));
+    // Nearly uniform predictions: ln 79 = 4.37, plus a little for the untrained logits' spread.
+    REQUIRE(loss > std::log(79.0));
+    REQUIRE(loss < std::log(79.0) + 0.5);
     REQUIRE_THROWS_WITH(model.forward(Tensor::ids(std::vector<int32_t>(65, 0), {1, 65})),
                         Catch::Contains("65") && Catch::Contains("context"));
 }

@@ -35,10 +35,10 @@ std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
 
 class Transformer {
 public:
-    // Initialisation (deterministic from `seed`, one random stream over the parameters in
-    // contract order): every embedding, projection and lm_head weight ~ N(0, 0.02²);
-    // out_proj and fc2 weights, which write into the residual stream, ~ N(0, (0.02/√(2L))²)
-    // as in GPT-2; biases 0; layer-norm weights 1.
+    // Initialisation (deterministic from `seed`: one random stream, xoshiro256** with
+    // Box–Muller normals, over the parameters in contract order) follows PyTorch's defaults,
+    // as the reference model uses them: embeddings ~ N(0, 1); every linear weight [out,in]
+    // and bias ~ U(-1/√in, 1/√in); layer-norm weights 1, biases 0.
     Transformer(const ModelConfig& config, uint64_t seed, DType dtype = DType::f32);
 
     // ids [B,T] (i32, T <= context) → logits [B,T,V]. With `attention_maps`, each layer's
