@@ -19,9 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -191,12 +189,12 @@ public:
         const Broadcast target = broadcast_of(out.shape(), in.shape());
         if (!target.suffix) return sum_to_any(in, out, target);
         // out is the trailing axes of in: in is [rows, inner] and out[j] = sum over rows.
-        // Threads take disjoint column blocks and each adds its rows in order, so the sums
-        // are the same as one thread's (and the reference's) to the bit.
+        // Threads take disjoint blocks of columns (16 floats: one cache line of out each) and
+        // add their rows in order, so the sums are one thread's (and the reference's) to the bit.
         const float* pi = in.data<float>();
         float* po = out.data<float>();
         const int64_t inner = out.numel(), rows = in.numel() / std::max<int64_t>(inner, 1);
-        constexpr int64_t block = 64;
+        constexpr int64_t block = 16;
         const int64_t blocks = (inner + block - 1) / block;
 #pragma omp parallel for schedule(static) if (in.numel() > kParallelWork && blocks > 1)
         for (int64_t k = 0; k < blocks; ++k) {
@@ -479,15 +477,17 @@ private:
         return dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
     }
 
+    // cos and sin of every angle rope needs for one (start, T, d), [T, d/2] each.
     struct RopeTable {
-        std::vector<float> cos, sin;  // [T, d/2]
+        int64_t start = -1, T = 0, d = 0;
+        std::vector<float> cos, sin;
     };
 
     std::unique_ptr<Backend> reference_ = make_reference_backend();
     dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
     dnnl::stream stream_{engine_};
     std::unordered_map<std::string, Kernel> kernels_;
-    std::map<std::tuple<int64_t, int64_t, int64_t>, RopeTable> rope_tables_;
+    RopeTable rope_table_;  // the last one made: training asks for the same one every time
     std::vector<float> variance_, unused_shift_;  // layer_norm_backward's scratch [N], [C]
     std::vector<double> row_losses_;  // cross_entropy_forward's scratch [N]
 
@@ -557,21 +557,18 @@ private:
     }
 
     // cos and sin of theta = (start + t) * 10000^(-2j/d), computed in double and rounded to
-    // float as the reference does, once per (start, T, d).
+    // float as the reference does. Remade only when (start, T, d) changes.
     const RopeTable& rope_table(int64_t start, int64_t T, int64_t d) {
-        auto [entry, inserted] = rope_tables_.try_emplace({start, T, d});
-        RopeTable& table = entry->second;
-        if (inserted) {
-            const int64_t half = d / 2;
-            table.cos.resize(T * half);
-            table.sin.resize(T * half);
-            for (int64_t t = 0; t < T; ++t)
-                for (int64_t j = 0; j < half; ++j) {
-                    const double theta = static_cast<double>(start + t) * std::pow(10000.0, -2.0 * j / d);
-                    table.cos[t * half + j] = static_cast<float>(std::cos(theta));
-                    table.sin[t * half + j] = static_cast<float>(std::sin(theta));
-                }
-        }
+        RopeTable& table = rope_table_;
+        if (table.start == start && table.T == T && table.d == d) return table;
+        const int64_t half = d / 2;
+        table = RopeTable{start, T, d, std::vector<float>(T * half), std::vector<float>(T * half)};
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t j = 0; j < half; ++j) {
+                const double theta = static_cast<double>(start + t) * std::pow(10000.0, -2.0 * j / d);
+                table.cos[t * half + j] = static_cast<float>(std::cos(theta));
+                table.sin[t * half + j] = static_cast<float>(std::sin(theta));
+            }
         return table;
     }
 
