@@ -138,7 +138,7 @@ std::vector<OpCase> op_cases() {
          [](auto& x) {
              std::vector<double> lead(3 * 7, 0.0);
              for (int row = 0; row < 3; ++row) lead[row * 7] = 150.0;
-             return cross_entropy(add(x[0], Tensor::from(lead, {3, 7})), Tensor::ids({1, 2, 3}, {3}));
+             return cross_entropy(add(x[0], Tensor::from(lead, {3, 7}, x[0].dtype())), Tensor::ids({1, 2, 3}, {3}));
          }},
     };
 }
