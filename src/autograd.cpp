@@ -42,7 +42,7 @@ void accumulate_grad(const Tensor& input, const Tensor& grad) {
     } else if (impl.grad_is_owned) {
         backend().add_inplace(impl.grad, grad);
     } else {  // the adopted buffer may be someone else's too: sum into a fresh one
-        Tensor sum = Tensor::zeros(input.shape(), input.dtype());
+        Tensor sum = Tensor::empty(input.shape(), input.dtype());
         backend().add(impl.grad, grad, sum);
         impl.grad = sum;
         impl.grad_is_owned = true;

@@ -7,6 +7,7 @@
 
 #include "tinyformer/autograd.hpp"
 #include "tinyformer/backend.hpp"
+#include "tinyformer/buffer_pool.hpp"
 
 namespace tinyformer {
 
@@ -51,25 +52,30 @@ void check_dtype(const Tensor& t, DType expected) {
                                     dtype_name(expected));
 }
 
-Storage::Storage(size_t bytes) : size_(bytes) {
-    size_t rounded = (bytes + 63) / 64 * 64;
-    data_ = static_cast<std::byte*>(std::aligned_alloc(64, rounded ? rounded : 64));
-    if (!data_) throw std::bad_alloc();
-    std::memset(data_, 0, rounded ? rounded : 64);
+Storage::Storage(size_t bytes, Init init) : data_(buffer_pool::acquire(bytes)), size_(bytes) {
+    if (init == Init::zeroed) std::memset(data_, 0, bytes);
+#ifndef NDEBUG
+    else std::memset(data_, 0xFF, bytes);  // all-ones bytes: NaN as f32 and f64, -1 as i32
+#endif
 }
 
-Storage::~Storage() { std::free(data_); }
+Storage::~Storage() { buffer_pool::release(data_, size_); }
 
 // ---- construction ----
 
-Tensor Tensor::zeros(const Shape& shape, DType dtype) {
+static std::shared_ptr<TensorImpl> new_tensor(const Shape& shape, DType dtype, Storage::Init init) {
     for (int64_t extent : shape)
         if (extent < 0) throw std::invalid_argument("negative extent in shape " + shape_str(shape));
     auto impl = std::make_shared<TensorImpl>();
     impl->shape = shape;
     impl->dtype = dtype;
-    impl->storage = std::make_shared<Storage>(numel_of(shape) * dtype_size(dtype));
-    return Tensor(std::move(impl));
+    impl->storage = std::make_shared<Storage>(numel_of(shape) * dtype_size(dtype), init);
+    return impl;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) { return Tensor(new_tensor(shape, dtype, Storage::Init::zeroed)); }
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+    return Tensor(new_tensor(shape, dtype, Storage::Init::uninitialised));
 }
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
@@ -181,7 +187,7 @@ void Tensor::copy_from(const Tensor& other) {
 Tensor Tensor::clone() const { return to(dtype()); }
 
 Tensor Tensor::to(DType target) const {
-    Tensor t = zeros(shape(), target);
+    Tensor t = empty(shape(), target);
     t.copy_from(*this);
     return t;
 }

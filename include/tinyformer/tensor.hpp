@@ -25,10 +25,12 @@ size_t dtype_size(DType dtype);
 int64_t numel_of(const Shape& shape);
 std::string shape_str(const Shape& shape);  // "[2,3,4]"
 
-// A 64-byte aligned block of bytes, zero-initialised.
+// A 64-byte aligned block of bytes from the buffer pool (buffer_pool.hpp), zero-filled
+// unless made `uninitialised` — for a kernel's output, which the kernel overwrites anyway.
 class Storage {
 public:
-    explicit Storage(size_t bytes);
+    enum class Init { zeroed, uninitialised };
+    explicit Storage(size_t bytes, Init init = Init::zeroed);
     ~Storage();
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
@@ -48,6 +50,9 @@ public:
     Tensor() = default;  // an empty handle; defined() is false
 
     static Tensor zeros(const Shape& shape, DType dtype = DType::f32);
+    // Contents unspecified: only for a buffer about to be overwritten in full. (Debug
+    // builds fill it with NaN, so an element a kernel forgot to write shows up in tests.)
+    static Tensor empty(const Shape& shape, DType dtype = DType::f32);
     static Tensor ones(const Shape& shape, DType dtype = DType::f32);
     static Tensor full(const Shape& shape, double value, DType dtype = DType::f32);
     static Tensor from(const std::vector<double>& values, const Shape& shape, DType dtype = DType::f32);

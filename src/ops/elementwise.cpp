@@ -20,7 +20,7 @@ static Shape broadcast_shape(const char* op, const Shape& a, const Shape& b) {
 // The gradient of an input of shape `shape` that was broadcast to grad's shape.
 static Tensor reduce_to(const Tensor& grad, const Shape& shape) {
     if (grad.shape() == shape) return grad;
-    Tensor reduced = Tensor::zeros(shape, grad.dtype());
+    Tensor reduced = empty_like(grad, shape);  // sum_to writes every element
     backend().sum_to(grad, reduced);
     return reduced;
 }

@@ -40,7 +40,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
         // c = A B  ⇒  dA = dC B^T,  dB = A^T dC  (with each operand's own transpose flag
         // folded in; a shared weight sums its gradient over the batch).
         if (a.requires_grad()) {
-            Tensor da = Tensor::zeros(a.shape(), a.dtype());
+            Tensor da = empty_like(a, a.shape());
             GemmSpec s = spec;
             if (!spec.trans_a) {  // dA [M,K] = dC [M,N] @ op(B)^T
                 s.M = spec.M, s.N = spec.K, s.K = spec.N;
@@ -56,7 +56,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
             accumulate_grad(a, da);
         }
         if (b.requires_grad()) {
-            Tensor db = Tensor::zeros(b.shape(), b.dtype());
+            Tensor db = empty_like(b, b.shape());
             GemmSpec s = spec;
             if (!spec.trans_b) {  // dB [K,N] = op(A)^T @ dC
                 s.M = spec.K, s.N = spec.N, s.K = spec.M;

@@ -24,7 +24,8 @@ inline void require_same_dtype(const char* op, const Tensor& a, const Tensor& b)
                             dtype_name(b.dtype()));
 }
 
-// A fresh, zeroed result tensor of the same element type as `like`.
-inline Tensor empty_like(const Tensor& like, const Shape& shape) { return Tensor::zeros(shape, like.dtype()); }
+// A result tensor of the same element type as `like`, for a kernel to overwrite in full
+// (its contents until then are unspecified: see Tensor::empty).
+inline Tensor empty_like(const Tensor& like, const Shape& shape) { return Tensor::empty(shape, like.dtype()); }
 
 }  // namespace tinyformer::detail
