@@ -28,5 +28,7 @@ Runner add_train(CLI::App& app);
 Runner add_sample(CLI::App& app);
 Runner add_eval(CLI::App& app);
 Runner add_grads(CLI::App& app);
+Runner add_inspect(CLI::App& app);
+Runner add_bench(CLI::App& app);
 
 }  // namespace tinyformer::cli

@@ -1,0 +1,115 @@
+// tinyformer bench [--config FILE] [--set K=V]... [--vocab N] [--json] [--backend B] [--threads N]
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "tinyformer/backend.hpp"
+#include "tinyformer/bench.hpp"
+#include "tinyformer/config.hpp"
+#include "tinyformer/dataset.hpp"
+#include "tinyformer/errors.hpp"
+
+namespace tinyformer::cli {
+
+namespace {
+
+// The vocabulary size: --vocab, else the config's corpus, which must then be readable.
+int64_t vocab_size_for(const RunConfig& config, int64_t vocab_option) {
+    if (vocab_option > 0) return vocab_option;
+    if (config.model.vocab_size > 0) return config.model.vocab_size;
+    const DataConfig& data = config.data;
+    const std::string& text = data.path.empty() ? data.train_path : data.path;
+    if (text.empty() || !std::filesystem::exists(text))
+        throw InputError("bench: the vocabulary size comes from the config's corpus, and \"" + text +
+                         "\" is not a file: give --vocab N (or --set data.path=FILE)");
+    return load_corpus(data).vocab.size();
+}
+
+std::string thousands(double value) {  // 123456.7 → "123,457"
+    std::string digits = std::to_string(static_cast<long long>(value + 0.5)), out;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+        out += digits[i];
+    }
+    return out;
+}
+
+}  // namespace
+
+Runner add_bench(CLI::App& app) {
+    struct Args {
+        std::string config = "configs/lesson12.toml";
+        std::vector<std::string> overrides;
+        int64_t vocab = 0;
+        bool json = false;
+        BenchOptions bench;
+    };
+    auto args = std::make_shared<Args>();
+    auto engine = std::make_shared<EngineOptions>();
+    auto* cmd = app.add_subcommand("bench", "Measure training and sampling speed on this machine.");
+    cmd->add_option("--config", args->config, "the model and batch size to measure (default: configs/lesson12.toml)");
+    cmd->add_option("--set", args->overrides, "override a config key, e.g. --set train.batch_size=8 (repeatable)");
+    cmd->add_option("--vocab", args->vocab, "vocabulary size (default: the config's corpus)");
+    cmd->add_option("--repeats", args->bench.repeats, "timed repetitions; figures are their median (default 7)");
+    cmd->add_option("--steps", args->bench.steps_per_repeat, "training steps per repetition (default 10)");
+    cmd->add_option("--sample-chars", args->bench.sample_chars, "characters per sampling repetition (default 256)");
+    cmd->add_option("--sample-threads", args->bench.sample_threads, "threads while sampling (default 1)");
+    cmd->add_flag("--json", args->json, "print one JSON object");
+    add_engine_options(cmd, *engine);
+    cmd->footer(
+        "Training steps are the trainer's own (forward, backward, clipping, AdamW) on random ids, after\n"
+        "warm-up steps. FLOPs per token count the matrix products of forward + backward:\n"
+        "6·(12·L·D² + D·V) + 12·L·T·D (PaLM appendix B; nanoGPT's estimate_mfu). The GEMM peak is\n"
+        "the model's own matmul shapes through the same backend, measured in the same run.");
+    return [cmd, args, engine]() -> int {
+        if (!cmd->parsed()) return -1;
+        const RunConfig config = load_config(args->config, args->overrides, /*check_files=*/false);
+        apply_engine_options(*engine, static_cast<int>(config.train.threads));
+        BenchOptions options = args->bench;
+        options.model = config.model;
+        options.model.vocab_size = vocab_size_for(config, args->vocab);
+        options.batch_size = config.train.batch_size;
+        options.seed = static_cast<uint64_t>(config.train.seed);
+        if (options.repeats < 1 || options.steps_per_repeat < 1 || options.sample_chars < 1 || options.sample_threads < 1)
+            throw InputError("bench: --repeats, --steps, --sample-chars and --sample-threads must be at least 1");
+        const BenchResult result = run_bench(options);
+        const ModelConfig& m = options.model;
+        const GemmMeasurement& peak = result.gemm_peak();
+        if (args->json) {
+            nlohmann::json gemm = nlohmann::json::array();
+            for (const GemmMeasurement& g : result.gemm) gemm.push_back({{"M", g.M}, {"N", g.N}, {"K", g.K}, {"gflops", g.gflops}});
+            nlohmann::json out = {
+                {"config", config.name}, {"backend", backend().name()}, {"threads", num_threads()},
+                {"d_model", m.d_model}, {"n_heads", m.n_heads}, {"n_layers", m.n_layers}, {"context", m.context},
+                {"vocab_size", m.vocab_size}, {"batch", options.batch_size},
+                {"train_tokens_per_s", result.train_median()}, {"train_tokens_per_s_runs", result.train_tokens_per_s},
+                {"sample_tokens_per_s", result.sample_median()}, {"sample_tokens_per_s_runs", result.sample_chars_per_s},
+                {"sample_threads", options.sample_threads}, {"flops_per_token", result.flops_per_token},
+                {"gflops", result.gflops()}, {"gemm_peak_gflops", peak.gflops}, {"gemm", gemm},
+                {"peak_fraction", result.gflops() / peak.gflops}, {"peak_rss_mb", result.peak_rss_mb}};
+            std::printf("%s\n", out.dump().c_str());
+            return kExitOk;
+        }
+        std::printf("tinyformer bench: %s (D=%lld H=%lld L=%lld T=%lld V=%lld), batch %lld, %s, %d threads\n",
+                    config.name.c_str(), (long long)m.d_model, (long long)m.n_heads, (long long)m.n_layers,
+                    (long long)m.context, (long long)m.vocab_size, (long long)options.batch_size,
+                    backend().name().c_str(), num_threads());
+        const auto [train_min, train_max] = std::minmax_element(result.train_tokens_per_s.begin(), result.train_tokens_per_s.end());
+        std::printf("  train    %s tokens/s   median of %lld × %lld steps (range %s–%s)\n",
+                    thousands(result.train_median()).c_str(), (long long)options.repeats,
+                    (long long)options.steps_per_repeat, thousands(*train_min).c_str(), thousands(*train_max).c_str());
+        std::printf("  sample   %s chars/s    one stream, KV cache, %d thread%s, median of %lld × %lld chars\n",
+                    thousands(result.sample_median()).c_str(), options.sample_threads,
+                    options.sample_threads == 1 ? "" : "s", (long long)options.repeats, (long long)options.sample_chars);
+        std::printf("  model    %.3f MFLOP per training token\n", result.flops_per_token / 1e6);
+        std::printf("  achieved %.1f GFLOP/s = %.0f %% of the GEMM peak, %.1f GFLOP/s (%lld×%lld×%lld, this run)\n",
+                    result.gflops(), 100.0 * result.gflops() / peak.gflops, peak.gflops, (long long)peak.M,
+                    (long long)peak.N, (long long)peak.K);
+        std::printf("  memory   %.0f MB peak resident\n", result.peak_rss_mb);
+        return kExitOk;
+    };
+}
+
+}  // namespace tinyformer::cli
