@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "tinyformer/autograd.hpp"
+#include "tinyformer/decoder.hpp"
 #include "tinyformer/errors.hpp"
 
 namespace tinyformer {
@@ -17,11 +18,18 @@ std::vector<double> next_char_distribution(const std::vector<double>& logits, do
         probs[std::max_element(logits.begin(), logits.end()) - logits.begin()] = 1.0;
         return probs;
     }
+    size_t kept = (top_k > 0 && static_cast<size_t>(top_k) < V) ? static_cast<size_t>(top_k) : V;
+    if (kept == V && top_p >= 1.0) {  // nothing filtered: the softmax of logits / temperature
+        const double max = *std::max_element(logits.begin(), logits.end());
+        double sum = 0;
+        for (size_t v = 0; v < V; ++v) sum += probs[v] = std::exp((logits[v] - max) / temperature);
+        for (double& p : probs) p /= sum;
+        return probs;
+    }
     // Ids from most to least likely (ties by id, so the order is deterministic).
     std::vector<size_t> order(V);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return logits[a] > logits[b]; });
-    size_t kept = (top_k > 0 && static_cast<size_t>(top_k) < V) ? static_cast<size_t>(top_k) : V;
 
     const double max = logits[order[0]];
     double sum = 0;
@@ -73,26 +81,27 @@ static bool ends_with(const std::u32string& text, const std::u32string& tail) {
 
 std::u32string generate(const Transformer& model, const Vocabulary& vocab, const std::u32string& prompt,
                         const SampleOptions& options, Rng& rng, const std::function<void(char32_t)>& on_char) {
-    const int64_t T = model.config().context;
+    const size_t T = static_cast<size_t>(model.config().context);
     const bool slides = model.config().positions == "rope";
     std::vector<int32_t> ids = prompt_ids(vocab, prompt);
-    KVCache cache = model.make_cache();
-    // Prefill: the prompt's last T characters in one pass.
-    Tensor logits = model.forward_cached(as_batch(ids, ids.size() - std::min<size_t>(ids.size(), T)), cache);
+    Decoder decoder(model);
+    // Prefill: the prompt's last T characters, one position at a time (each reads the cache).
+    const std::vector<float>* logits = nullptr;
+    for (size_t i = ids.size() - std::min(ids.size(), T); i < ids.size(); ++i) logits = &decoder.step(ids[i]);
 
     std::u32string generated;
     for (int64_t n = 0; n < options.max_new; ++n) {
-        int32_t next = draw(next_char_distribution(last_row(logits), options.temperature, options.top_k,
-                                                   options.top_p), rng);
+        const std::vector<double> row(logits->begin(), logits->end());
+        int32_t next = draw(next_char_distribution(row, options.temperature, options.top_k, options.top_p), rng);
         ids.push_back(next);
         generated.push_back(vocab.at(next));
         if (on_char) on_char(vocab.at(next));
         if (ends_with(generated, options.stop) || n + 1 == options.max_new) break;
-        if (slides || cache.length < T) {
-            logits = model.forward_cached(as_batch(ids, ids.size() - 1), cache);  // one position: O(T)
+        if (slides || decoder.length() < static_cast<int64_t>(T)) {
+            logits = &decoder.step(next);  // one position: O(T)
         } else {  // learned positions at the window's end: restart it on the last T characters
-            cache = model.make_cache();
-            logits = model.forward_cached(as_batch(ids, ids.size() - T), cache);
+            decoder.reset();
+            for (size_t i = ids.size() - T; i < ids.size(); ++i) logits = &decoder.step(ids[i]);
         }
     }
     return generated;

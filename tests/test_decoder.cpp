@@ -1,0 +1,88 @@
+// The one-character-at-a-time decoder against the model's own forward pass: the same
+// logits at every position, within the context and (rope) beyond it.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "tinyformer/autograd.hpp"
+#include "tinyformer/decoder.hpp"
+#include "tinyformer/rng.hpp"
+
+using namespace tinyformer;
+
+namespace {
+
+ModelConfig small_config(const std::string& positions) {
+    // Widths that are not multiples of the decoder's 64-float blocks, and V = 79.
+    return ModelConfig{.vocab_size = 79, .d_model = 48, .n_heads = 3, .n_layers = 2, .context = 12,
+                       .positions = positions};
+}
+
+std::vector<int32_t> random_ids(int64_t n, int64_t V, uint64_t seed) {
+    Rng rng(seed);
+    std::vector<int32_t> ids(n);
+    for (int32_t& id : ids) id = static_cast<int32_t>(rng.below(V));
+    return ids;
+}
+
+// The largest |a - b| relative to the largest |b|, over row `row` of logits [1,T,V].
+double relative_difference(const std::vector<float>& decoded, const Tensor& logits, int64_t row) {
+    const int64_t V = logits.dim(-1);
+    double worst = 0, scale = 0;
+    for (int64_t v = 0; v < V; ++v) {
+        const double expected = logits.at(row * V + v);
+        worst = std::max(worst, std::abs(decoded[v] - expected));
+        scale = std::max(scale, std::abs(expected));
+    }
+    return worst / scale;
+}
+
+}  // namespace
+
+TEST_CASE("decoder logits equal the full forward pass at every position", "[decoder]") {
+    for (const std::string positions : {"rope", "learned"}) {
+        INFO("positions = " << positions);
+        const ModelConfig config = small_config(positions);
+        Transformer model(config, 7);
+        const std::vector<int32_t> ids = random_ids(config.context, config.vocab_size, 3);
+        NoGradScope no_grad;
+        const Tensor full = model.forward(Tensor::ids(ids, {1, config.context}));  // [1,T,V]
+        Decoder decoder(model);
+        for (int64_t t = 0; t < config.context; ++t) {
+            INFO("position " << t);
+            REQUIRE(relative_difference(decoder.step(ids[t]), full, t) < 1e-5);
+        }
+        REQUIRE(decoder.length() == config.context);
+    }
+}
+
+TEST_CASE("decoder with rope slides past the context as the cached forward pass does", "[decoder]") {
+    const ModelConfig config = small_config("rope");
+    Transformer model(config, 11);
+    const std::vector<int32_t> ids = random_ids(3 * config.context, config.vocab_size, 5);
+    NoGradScope no_grad;
+    KVCache cache = model.make_cache();
+    Decoder decoder(model);
+    for (size_t t = 0; t < ids.size(); ++t) {
+        INFO("position " << t);
+        const Tensor expected = model.forward_cached(Tensor::ids({ids[t]}, {1, 1}), cache);  // [1,1,V]
+        REQUIRE(relative_difference(decoder.step(ids[t]), expected, 0) < 1e-5);
+    }
+    REQUIRE(decoder.length() == config.context);
+    REQUIRE(decoder.next_position() == 3 * config.context);
+}
+
+TEST_CASE("decoder: learned positions end at the context; reset starts again at position 0", "[decoder]") {
+    const ModelConfig config = small_config("learned");
+    Transformer model(config, 13);
+    const std::vector<int32_t> ids = random_ids(config.context, config.vocab_size, 9);
+    Decoder decoder(model);
+    std::vector<float> first;
+    for (int32_t id : ids) {
+        const std::vector<float>& logits = decoder.step(id);
+        if (first.empty()) first = logits;
+    }
+    REQUIRE_THROWS_AS(decoder.step(ids[0]), std::logic_error);
+    decoder.reset();
+    REQUIRE(decoder.step(ids[0]) == first);  // bit-identical: nothing of the old cache is read
+    REQUIRE_THROWS_AS(decoder.step(static_cast<int32_t>(config.vocab_size)), std::out_of_range);
+}
