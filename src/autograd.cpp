@@ -89,12 +89,13 @@ void Tensor::backward(const Tensor& seed) const {
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         Tensor& out = *it;
         if (out.grad().defined()) out.grad_fn()->backward(out.grad(), out);
-    }
-    // Free the graph: intermediate results drop their nodes (and with them the saved
-    // inputs) and their gradients; leaves keep theirs.
-    for (Tensor& out : order) {
+        // Every consumer of `out` ran before it, so nothing needs its node or its gradient
+        // any more. Dropping them now (and our handle on `out`) frees each activation and
+        // gradient as soon as the backward has passed it: the peak memory is about the
+        // forward pass's, not the forward's plus every gradient. Leaves keep their gradients.
         out.set_grad_fn(nullptr);
         if (!out.same_as(*this)) out.impl_->grad = Tensor();
+        out = Tensor();
     }
 }
 

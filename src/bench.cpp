@@ -8,6 +8,7 @@
 
 #include "tinyformer/autograd.hpp"
 #include "tinyformer/backend.hpp"
+#include "tinyformer/buffer_pool.hpp"
 #include "tinyformer/optim.hpp"
 #include "tinyformer/rng.hpp"
 #include "tinyformer/sampler.hpp"
@@ -48,7 +49,7 @@ void train_step(Transformer& model, AdamW& adam, const RandomBatch& batch) {
     adam.step(1e-3);
 }
 
-std::vector<double> measure_training(const BenchOptions& options) {
+std::vector<double> measure_training(const BenchOptions& options, BenchResult& result) {
     const int64_t B = options.batch_size, T = options.model.context;
     Transformer model(options.model, options.seed);
     AdamW adam(model.parameters(), OptimConfig{});
@@ -58,6 +59,7 @@ std::vector<double> measure_training(const BenchOptions& options) {
 
     int64_t step = 0;
     for (int64_t i = 0; i < options.warmup_steps; ++i) train_step(model, adam, batches[step++ % batches.size()]);
+    const buffer_pool::Stats before = buffer_pool::stats();
     std::vector<double> tokens_per_s;
     for (int64_t r = 0; r < options.repeats; ++r) {
         const auto start = Clock::now();
@@ -65,6 +67,9 @@ std::vector<double> measure_training(const BenchOptions& options) {
             train_step(model, adam, batches[step++ % batches.size()]);
         tokens_per_s.push_back(static_cast<double>(options.steps_per_repeat * B * T) / seconds_since(start));
     }
+    const buffer_pool::Stats after = buffer_pool::stats();
+    result.timed_buffer_allocations = after.system_allocations - before.system_allocations;
+    result.tensor_peak_mb = static_cast<double>(after.peak_bytes_in_use) / (1 << 20);
     return tokens_per_s;
 }
 
@@ -154,7 +159,7 @@ BenchResult run_bench(const BenchOptions& options) {
     BenchResult result;
     result.flops_per_token = training_flops_per_token(options.model);
     result.gemm = measure_gemm(options);
-    result.train_tokens_per_s = measure_training(options);
+    result.train_tokens_per_s = measure_training(options, result);
     result.sample_chars_per_s = measure_sampling(options);
     result.peak_rss_mb = peak_rss_mb();
     return result;

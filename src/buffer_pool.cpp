@@ -1,5 +1,6 @@
 #include "tinyformer/buffer_pool.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -45,6 +46,7 @@ std::byte* acquire(size_t bytes) {
     {
         std::lock_guard lock(p.mutex);
         p.stats.bytes_in_use += size;
+        p.stats.peak_bytes_in_use = std::max(p.stats.peak_bytes_in_use, p.stats.bytes_in_use);
         auto found = p.free_blocks.find(size);
         if (found != p.free_blocks.end() && !found->second.empty()) {
             std::byte* block = found->second.back();

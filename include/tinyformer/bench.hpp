@@ -33,6 +33,8 @@ struct BenchResult {
     double flops_per_token = 0;               // training (forward + backward), see training_flops_per_token
     std::vector<GemmMeasurement> gemm;        // the model's own matmul shapes
     double peak_rss_mb = 0;                   // of this process, at the end
+    double tensor_peak_mb = 0;                // tensor buffers held at once, at most (training)
+    uint64_t timed_buffer_allocations = 0;    // tensor buffers the timed training steps got from the system
 
     double train_median() const;
     double sample_median() const;

@@ -21,6 +21,7 @@ struct Stats {
     uint64_t system_allocations = 0;  // blocks the pool had to get from the system
     uint64_t reuses = 0;              // blocks handed out again from the pool
     size_t bytes_in_use = 0;          // held by live tensors
+    size_t peak_bytes_in_use = 0;     // the most ever held at once
     size_t bytes_cached = 0;          // free, waiting in the pool
 };
 Stats stats();

@@ -88,7 +88,8 @@ Runner add_bench(CLI::App& app) {
                 {"sample_tokens_per_s", result.sample_median()}, {"sample_tokens_per_s_runs", result.sample_chars_per_s},
                 {"sample_threads", options.sample_threads}, {"flops_per_token", result.flops_per_token},
                 {"gflops", result.gflops()}, {"gemm_peak_gflops", peak.gflops}, {"gemm", gemm},
-                {"peak_fraction", result.gflops() / peak.gflops}, {"peak_rss_mb", result.peak_rss_mb}};
+                {"peak_fraction", result.gflops() / peak.gflops}, {"peak_rss_mb", result.peak_rss_mb},
+                {"tensor_peak_mb", result.tensor_peak_mb}, {"timed_buffer_allocations", result.timed_buffer_allocations}};
             std::printf("%s\n", out.dump().c_str());
             return kExitOk;
         }
@@ -107,7 +108,8 @@ Runner add_bench(CLI::App& app) {
         std::printf("  achieved %.1f GFLOP/s = %.0f %% of the GEMM peak, %.1f GFLOP/s (%lld×%lld×%lld, this run)\n",
                     result.gflops(), 100.0 * result.gflops() / peak.gflops, peak.gflops, (long long)peak.M,
                     (long long)peak.N, (long long)peak.K);
-        std::printf("  memory   %.0f MB peak resident\n", result.peak_rss_mb);
+        std::printf("  memory   %.0f MB peak resident; tensors %.1f MB at most; %llu buffers from the system in the timed steps\n",
+                    result.peak_rss_mb, result.tensor_peak_mb, (unsigned long long)result.timed_buffer_allocations);
         return kExitOk;
     };
 }

@@ -1,12 +1,14 @@
 // matmul: c = op(a) @ op(b), batched over leading axes; b may be a 2-D weight shared by
-// the whole batch. linear: the nn.Linear form, h @ W^T + bias.
+// the whole batch. linear: the nn.Linear form, h @ W^T + bias, as one op with one result.
 #include "op_util.hpp"
 
 namespace tinyformer {
 using namespace detail;
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
-    const char* op = "matmul";
+// Checks the operands of op(a) @ op(b) and describes the product for the backend; `out_shape`
+// receives the result's shape [..., M, N].
+static GemmSpec matmul_spec(const char* op, const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                            Shape& out_shape) {
     require_real(op, a, "a");
     require_real(op, b, "b");
     require_same_dtype(op, a, b);
@@ -29,54 +31,78 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     spec.M = M, spec.N = N, spec.K = K;
     spec.trans_a = transpose_a, spec.trans_b = transpose_b;
     spec.stride_a = M * K, spec.stride_b = weight ? 0 : K * N, spec.stride_c = M * N;
-
-    Shape out_shape = batch_shape;
+    out_shape = batch_shape;
     out_shape.push_back(M);
     out_shape.push_back(N);
+    return spec;
+}
+
+// The backward of c = op(a) @ op(b) (as `spec` describes it): adds dA and dB into a's and b's
+// gradients. c = A B  ⇒  dA = dC B^T,  dB = A^T dC, with each operand's own transpose flag
+// folded in; a shared weight sums its gradient over the batch.
+static void matmul_backward(const Tensor& a, const Tensor& b, const GemmSpec& spec, const Tensor& dc) {
+    if (a.requires_grad()) {
+        Tensor da = empty_like(a, a.shape());
+        GemmSpec s = spec;
+        if (!spec.trans_a) {  // dA [M,K] = dC [M,N] @ op(B)^T
+            s.M = spec.M, s.N = spec.K, s.K = spec.N;
+            s.trans_a = false, s.trans_b = !spec.trans_b;
+            s.stride_a = spec.stride_c, s.stride_b = spec.stride_b, s.stride_c = spec.stride_a;
+            backend().gemm(dc, b, da, s);
+        } else {  // dA [K,M] = op(B) @ dC^T
+            s.M = spec.K, s.N = spec.M, s.K = spec.N;
+            s.trans_a = spec.trans_b, s.trans_b = true;
+            s.stride_a = spec.stride_b, s.stride_b = spec.stride_c, s.stride_c = spec.stride_a;
+            backend().gemm(b, dc, da, s);
+        }
+        accumulate_grad(a, da);
+    }
+    if (b.requires_grad()) {
+        Tensor db = empty_like(b, b.shape());
+        GemmSpec s = spec;
+        if (!spec.trans_b) {  // dB [K,N] = op(A)^T @ dC
+            s.M = spec.K, s.N = spec.N, s.K = spec.M;
+            s.trans_a = !spec.trans_a, s.trans_b = false;
+            s.stride_a = spec.stride_a, s.stride_b = spec.stride_c, s.stride_c = spec.stride_b;
+            backend().gemm(a, dc, db, s);
+        } else {  // dB [N,K] = dC^T @ op(A)
+            s.M = spec.N, s.N = spec.K, s.K = spec.M;
+            s.trans_a = true, s.trans_b = spec.trans_a;
+            s.stride_a = spec.stride_c, s.stride_b = spec.stride_a, s.stride_c = spec.stride_b;
+            backend().gemm(dc, a, db, s);
+        }
+        accumulate_grad(b, db);
+    }
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+    Shape out_shape;
+    const GemmSpec spec = matmul_spec("matmul", a, b, transpose_a, transpose_b, out_shape);
     Tensor c = empty_like(a, out_shape);
     backend().gemm(a, b, c, spec);
-
-    return record(c, op, {a, b}, [a, b, spec](const Tensor& dc, const Tensor&) {
-        // c = A B  ⇒  dA = dC B^T,  dB = A^T dC  (with each operand's own transpose flag
-        // folded in; a shared weight sums its gradient over the batch).
-        if (a.requires_grad()) {
-            Tensor da = empty_like(a, a.shape());
-            GemmSpec s = spec;
-            if (!spec.trans_a) {  // dA [M,K] = dC [M,N] @ op(B)^T
-                s.M = spec.M, s.N = spec.K, s.K = spec.N;
-                s.trans_a = false, s.trans_b = !spec.trans_b;
-                s.stride_a = spec.stride_c, s.stride_b = spec.stride_b, s.stride_c = spec.stride_a;
-                backend().gemm(dc, b, da, s);
-            } else {  // dA [K,M] = op(B) @ dC^T
-                s.M = spec.K, s.N = spec.M, s.K = spec.N;
-                s.trans_a = spec.trans_b, s.trans_b = true;
-                s.stride_a = spec.stride_b, s.stride_b = spec.stride_c, s.stride_c = spec.stride_a;
-                backend().gemm(b, dc, da, s);
-            }
-            accumulate_grad(a, da);
-        }
-        if (b.requires_grad()) {
-            Tensor db = empty_like(b, b.shape());
-            GemmSpec s = spec;
-            if (!spec.trans_b) {  // dB [K,N] = op(A)^T @ dC
-                s.M = spec.K, s.N = spec.N, s.K = spec.M;
-                s.trans_a = !spec.trans_a, s.trans_b = false;
-                s.stride_a = spec.stride_a, s.stride_b = spec.stride_c, s.stride_c = spec.stride_b;
-                backend().gemm(a, dc, db, s);
-            } else {  // dB [N,K] = dC^T @ op(A)
-                s.M = spec.N, s.N = spec.K, s.K = spec.M;
-                s.trans_a = true, s.trans_b = spec.trans_a;
-                s.stride_a = spec.stride_c, s.stride_b = spec.stride_a, s.stride_c = spec.stride_b;
-                backend().gemm(dc, a, db, s);
-            }
-            accumulate_grad(b, db);
-        }
-    });
+    return record(c, "matmul", {a, b}, [a, b, spec](const Tensor& dc, const Tensor&) { matmul_backward(a, b, spec, dc); });
 }
 
 Tensor linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
-    Tensor y = matmul(h, weight, false, true);  // [..., in] @ [out, in]^T → [..., out]
-    return bias.defined() ? add(y, bias) : y;
+    if (!bias.defined()) return matmul(h, weight, false, true);
+    Shape out_shape;  // [..., in] @ [out, in]^T → [..., out]
+    const GemmSpec spec = matmul_spec("linear", h, weight, false, true, out_shape);
+    require_same_dtype("linear", h, bias);
+    if (bias.rank() != 1 || bias.dim(0) != spec.N)
+        shape_error("linear", "bias " + shape_str(bias.shape()) + " for " + std::to_string(spec.N) + " outputs");
+    // y = h W^T, then the bias added in place: one result tensor (and one buffer kept for
+    // the backward) instead of a product and a sum.
+    Tensor y = empty_like(h, out_shape);
+    backend().gemm(h, weight, y, spec);
+    backend().add(y, bias, y);
+    return record(y, "linear", {h, weight, bias}, [h, weight, bias, spec](const Tensor& dy, const Tensor&) {
+        matmul_backward(h, weight, spec, dy);
+        if (bias.requires_grad()) {  // d bias = dy summed over every row
+            Tensor d_bias = empty_like(bias, bias.shape());
+            backend().sum_to(dy, d_bias);
+            accumulate_grad(bias, d_bias);
+        }
+    });
 }
 
 }  // namespace tinyformer
