@@ -80,6 +80,12 @@ Stats stats() {
     return p.stats;
 }
 
+void reset_peak() {
+    Pool& p = pool();
+    std::lock_guard lock(p.mutex);
+    p.stats.peak_bytes_in_use = p.stats.bytes_in_use;
+}
+
 void trim() {
     Pool& p = pool();
     std::lock_guard lock(p.mutex);

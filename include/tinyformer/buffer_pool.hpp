@@ -25,6 +25,7 @@ struct Stats {
     size_t bytes_cached = 0;          // free, waiting in the pool
 };
 Stats stats();
+void reset_peak();  // peak_bytes_in_use starts again from bytes_in_use
 
 // Returns every cached block to the system (live tensors keep theirs).
 void trim();
