@@ -13,15 +13,33 @@ double learning_rate(const OptimConfig& optim, int64_t step, int64_t total_steps
     return optim.min_lr + 0.5 * (1.0 + std::cos(M_PI * r)) * (optim.lr - optim.min_lr);
 }
 
+// ||g||², summed in a fixed number of chunks (each in order, then the chunks in order), so
+// that it is the same to the bit whatever the thread count: OpenMP's own reduction adds
+// the threads' partial sums in whatever order they finish.
+static double sum_of_squares(const float* g, int64_t n) {
+    constexpr int64_t kChunks = 64;
+    double chunk_sums[kChunks] = {};
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+    for (int64_t c = 0; c < kChunks; ++c) {
+        const int64_t begin = n * c / kChunks, end = n * (c + 1) / kChunks;
+        double sum = 0;
+        for (int64_t i = begin; i < end; ++i) sum += static_cast<double>(g[i]) * g[i];
+        chunk_sums[c] = sum;
+    }
+    double total = 0;
+    for (double chunk_sum : chunk_sums) total += chunk_sum;
+    return total;
+}
+
 double clip_grad_norm(Parameters& params, double max_norm) {
     Tensor grads = params.gradients();
     float* g = grads.data<float>();
-    double sum_squares = 0;
-    for (int64_t i = 0; i < grads.numel(); ++i) sum_squares += static_cast<double>(g[i]) * g[i];
-    const double norm = std::sqrt(sum_squares);
+    const int64_t n = grads.numel();
+    const double norm = std::sqrt(sum_of_squares(g, n));
     if (max_norm > 0 && norm > max_norm) {
         const float factor = static_cast<float>(max_norm / (norm + 1e-6));
-        for (int64_t i = 0; i < grads.numel(); ++i) g[i] *= factor;
+#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
+        for (int64_t i = 0; i < n; ++i) g[i] *= factor;
     }
     return norm;
 }
@@ -51,8 +69,12 @@ void AdamW::step(double lr) {
     const float* g = params_.gradients().data<float>();
     float* m = m_.data<float>();
     float* v = v_.data<float>();
-    for (int64_t i = 0, n = params_.count(); i < n; ++i) {
-        if (decays_[i]) p[i] *= decay;  // decoupled weight decay (PyTorch applies it first)
+    const uint8_t* decays = decays_.data();
+    const int64_t n = params_.count();
+    // Each element on its own: any split over threads gives the same numbers.
+#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
+    for (int64_t i = 0; i < n; ++i) {
+        if (decays[i]) p[i] *= decay;  // decoupled weight decay (PyTorch applies it first)
         m[i] = fb1 * m[i] + (1 - fb1) * g[i];
         v[i] = fb2 * v[i] + (1 - fb2) * g[i] * g[i];
         p[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bias2 + eps);
