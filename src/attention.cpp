@@ -63,7 +63,7 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
         q = rope(q, options.rope_start);
         k = rope(k, options.rope_start);
     }
-    Tensor scores = scale(matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(d)));  // [B,H,Tq,Tk]
+    Tensor scores = matmul(q, k, false, true, 1.0 / std::sqrt(static_cast<double>(d)));        // [B,H,Tq,Tk]
     Tensor weights = softmax(scores, options.causal);                                          // [B,H,Tq,Tk]
     Tensor heads = matmul(weights, v);                                                         // [B,H,Tq,d]
     Tensor output = linear(merge_heads(heads), out_proj);                                      // [B,Tq,D]

@@ -98,6 +98,7 @@ std::vector<GradCheckResult> run_gradcheck_suite(const GradCheckSettings& settin
     check("matmul_weight_broadcast_ta", [](auto& x) { return matmul(x[0], x[1], true, false); },
           {in({2, 5, 3}), in({5, 4})});
     check("matmul_t1", [](auto& x) { return matmul(x[0], x[1], false, true); }, {in({2, 1, 3}), in({2, 1, 3})});
+    check("matmul_scaled", [](auto& x) { return matmul(x[0], x[1], false, true, 0.375); }, {in({2, 3, 5}), in({2, 4, 5})});
 
     // elementwise, with broadcasting both ways
     check("add", [](auto& x) { return add(x[0], x[1]); }, {in({3, 5}), in({3, 5})});

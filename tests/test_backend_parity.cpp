@@ -105,6 +105,8 @@ std::vector<OpCase> op_cases() {
         {"matmul batched 4-D", {{2, 3, 5, 7}, {2, 3, 7, 4}}, [](auto& x) { return matmul(x[0], x[1]); }},
         {"matmul batched a^T b^T", {{2, 3, 7, 5}, {2, 3, 4, 7}}, [](auto& x) { return matmul(x[0], x[1], true, true); }},
         {"matmul batched b^T", {{2, 3, 5, 7}, {2, 3, 4, 7}}, [](auto& x) { return matmul(x[0], x[1], false, true); }},
+        {"matmul batched b^T scaled", {{2, 3, 5, 7}, {2, 3, 4, 7}},
+         [](auto& x) { return matmul(x[0], x[1], false, true, 0.125); }},
         {"matmul 3-D @ weight", {{4, 5, 7}, {7, 3}}, [](auto& x) { return matmul(x[0], x[1]); }},
         {"matmul 3-D @ weight^T", {{4, 5, 7}, {3, 7}}, [](auto& x) { return matmul(x[0], x[1], false, true); }},
         {"matmul 3-D^T @ weight", {{4, 7, 5}, {7, 3}}, [](auto& x) { return matmul(x[0], x[1], true, false); }},

@@ -13,7 +13,7 @@
 
 namespace tinyformer {
 
-// c[b] = op(a[b]) @ op(b[b]) (+ c[b] if accumulate) for b in 0..batch-1, where op() transposes
+// c[b] = alpha · op(a[b]) @ op(b[b]) (+ c[b] if accumulate) for b in 0..batch-1, where op() transposes
 // when asked. a[b] is M×K after op(), b[b] is K×N after op(), c[b] is M×N. A stride of 0
 // broadcasts that operand over the batch (a weight shared by every batch element; with
 // c's stride 0 and accumulate, the batch is summed into one matrix).
@@ -22,6 +22,7 @@ struct GemmSpec {
     bool trans_a = false, trans_b = false;
     int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch entries
     bool accumulate = false;
+    double alpha = 1.0;  // scales the product (attention's 1/sqrt(d), for free)
 };
 
 class Backend {

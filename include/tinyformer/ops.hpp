@@ -13,9 +13,11 @@ struct ShapeError : std::invalid_argument {
     using std::invalid_argument::invalid_argument;
 };
 
-// a [..., M, K] @ b [..., K, N] → [..., M, N] (after the optional transposes of the last two
-// axes). b may be 2-D and is then shared by every batch element (a weight).
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false);
+// alpha · a [..., M, K] @ b [..., K, N] → [..., M, N] (after the optional transposes of the
+// last two axes). b may be 2-D and is then shared by every batch element (a weight). The
+// factor alpha costs nothing: the matrix product applies it as it writes the result.
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false,
+              double alpha = 1.0);
 // h [..., in] @ weight [out, in]^T (+ bias [out]) → [..., out]: a PyTorch nn.Linear.
 Tensor linear(const Tensor& h, const Tensor& weight, const Tensor& bias = Tensor());
 

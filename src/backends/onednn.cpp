@@ -514,7 +514,7 @@ private:
         stream_.wait();
     }
 
-    // c = op(a) @ op(b) (+ c), batched as GemmSpec says (stride_c is not 0 here, or batch is 1).
+    // c = alpha · op(a) @ op(b) (+ c), batched as GemmSpec says (stride_c is not 0 here, or batch is 1).
     void matmul(const float* a, const float* b, float* c, GemmSpec s) {
         // One matrix each: the strides mean nothing, and left in they would describe a
         // batch axis that is not densely packed, which oneDNN's fastest matmul (brgemm) refuses.
@@ -523,13 +523,17 @@ private:
             if (!s.accumulate) std::fill(c, c + (s.batch - 1) * s.stride_c + s.M * s.N, 0.0f);
             return;
         }
+        const float alpha = static_cast<float>(s.alpha);
+        int32_t alpha_bits;
+        std::memcpy(&alpha_bits, &alpha, sizeof alpha_bits);
         Kernel& k = cached(key_of("matmul", {s.batch, s.M, s.N, s.K, s.trans_a, s.trans_b, s.stride_a, s.stride_b,
-                                             s.stride_c, s.accumulate}),
+                                             s.stride_c, s.accumulate, alpha_bits}),
                            [&] {
                                const memory::desc a_desc = matrix_desc(s.batch, s.M, s.K, s.trans_a, s.stride_a);
                                const memory::desc b_desc = matrix_desc(s.batch, s.K, s.N, s.trans_b, s.stride_b);
                                const memory::desc c_desc = matrix_desc(s.batch, s.M, s.N, false, s.stride_c);
                                dnnl::primitive_attr attr;
+                               if (alpha != 1.0f) attr.set_output_scales(0, {alpha});  // c = alpha · a @ b
                                if (s.accumulate) {  // c += a @ b: a "sum" post-op adds the old c
                                    dnnl::post_ops ops;
                                    ops.append_sum(1.0f);

@@ -76,10 +76,11 @@ public:
                 MatrixMap<T> C(c.data<T>() + i * s.stride_c, s.M, s.N);
                 bool overwrite = !s.accumulate && !(s.stride_c == 0 && i > 0);
                 if (overwrite) C.setZero();
-                if (!s.trans_a && !s.trans_b) C.noalias() += A * B;
-                else if (s.trans_a && !s.trans_b) C.noalias() += A.transpose() * B;
-                else if (!s.trans_a && s.trans_b) C.noalias() += A * B.transpose();
-                else C.noalias() += A.transpose() * B.transpose();
+                const T alpha = static_cast<T>(s.alpha);
+                if (!s.trans_a && !s.trans_b) C.noalias() += alpha * A * B;
+                else if (s.trans_a && !s.trans_b) C.noalias() += alpha * A.transpose() * B;
+                else if (!s.trans_a && s.trans_b) C.noalias() += alpha * A * B.transpose();
+                else C.noalias() += alpha * A.transpose() * B.transpose();
             }
         });
     }

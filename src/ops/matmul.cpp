@@ -37,9 +37,10 @@ static GemmSpec matmul_spec(const char* op, const Tensor& a, const Tensor& b, bo
     return spec;
 }
 
-// The backward of c = op(a) @ op(b) (as `spec` describes it): adds dA and dB into a's and b's
-// gradients. c = A B  ⇒  dA = dC B^T,  dB = A^T dC, with each operand's own transpose flag
-// folded in; a shared weight sums its gradient over the batch.
+// The backward of c = alpha · op(a) @ op(b) (as `spec` describes it): adds dA and dB into a's
+// and b's gradients. c = alpha A B  ⇒  dA = alpha dC B^T,  dB = alpha A^T dC (each spec below
+// keeps alpha), with each operand's own transpose flag folded in; a shared weight sums its
+// gradient over the batch.
 static void matmul_backward(const Tensor& a, const Tensor& b, const GemmSpec& spec, const Tensor& dc) {
     if (a.requires_grad()) {
         Tensor da = empty_like(a, a.shape());
@@ -75,9 +76,10 @@ static void matmul_backward(const Tensor& a, const Tensor& b, const GemmSpec& sp
     }
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b, double alpha) {
     Shape out_shape;
-    const GemmSpec spec = matmul_spec("matmul", a, b, transpose_a, transpose_b, out_shape);
+    GemmSpec spec = matmul_spec("matmul", a, b, transpose_a, transpose_b, out_shape);
+    spec.alpha = alpha;
     Tensor c = empty_like(a, out_shape);
     backend().gemm(a, b, c, spec);
     return record(c, "matmul", {a, b}, [a, b, spec](const Tensor& dc, const Tensor&) { matmul_backward(a, b, spec, dc); });
