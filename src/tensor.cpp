@@ -1,5 +1,6 @@
 #include "tinyformer/tensor.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -159,11 +160,11 @@ std::vector<double> Tensor::to_vector() const {
 }
 
 void Tensor::fill(double value) {
-    int64_t n = numel();
+    const int64_t n = numel();
     switch (dtype()) {
-        case DType::f32: for (int64_t i = 0; i < n; ++i) data<float>()[i] = static_cast<float>(value); break;
-        case DType::f64: for (int64_t i = 0; i < n; ++i) data<double>()[i] = value; break;
-        case DType::i32: for (int64_t i = 0; i < n; ++i) data<int32_t>()[i] = static_cast<int32_t>(value); break;
+        case DType::f32: std::fill_n(data<float>(), n, static_cast<float>(value)); break;
+        case DType::f64: std::fill_n(data<double>(), n, value); break;
+        case DType::i32: std::fill_n(data<int32_t>(), n, static_cast<int32_t>(value)); break;
     }
 }
 
