@@ -40,38 +40,41 @@ Pool& pool() {
 
 }  // namespace
 
-std::byte* acquire(size_t bytes) {
+Block acquire(size_t bytes) {
     const size_t size = rounded(bytes);
     Pool& p = pool();
     {
         std::lock_guard lock(p.mutex);
-        p.stats.bytes_in_use += size;
-        p.stats.peak_bytes_in_use = std::max(p.stats.peak_bytes_in_use, p.stats.bytes_in_use);
-        auto found = p.free_blocks.find(size);
-        if (found != p.free_blocks.end() && !found->second.empty()) {
-            std::byte* block = found->second.back();
+        // Best fit: the smallest size class that can hold `size` without wasting half of it.
+        for (auto found = p.free_blocks.lower_bound(size); found != p.free_blocks.end() && found->first <= 2 * size;
+             ++found) {
+            if (found->second.empty()) continue;
+            const Block block{found->second.back(), found->first};
             found->second.pop_back();
             ++p.stats.reuses;
-            p.stats.bytes_cached -= size;
-            TINYFORMER_UNPOISON(block, size);
+            p.stats.bytes_cached -= block.size;
+            p.stats.bytes_in_use += block.size;
+            p.stats.peak_bytes_in_use = std::max(p.stats.peak_bytes_in_use, p.stats.bytes_in_use);
+            TINYFORMER_UNPOISON(block.data, block.size);
             return block;
         }
         ++p.stats.system_allocations;
+        p.stats.bytes_in_use += size;
+        p.stats.peak_bytes_in_use = std::max(p.stats.peak_bytes_in_use, p.stats.bytes_in_use);
     }
-    auto* block = static_cast<std::byte*>(std::aligned_alloc(64, size));
-    if (!block) throw std::bad_alloc();
-    return block;
+    auto* data = static_cast<std::byte*>(std::aligned_alloc(64, size));
+    if (!data) throw std::bad_alloc();
+    return {data, size};
 }
 
-void release(std::byte* block, size_t bytes) {
-    if (!block) return;
-    const size_t size = rounded(bytes);
+void release(Block block) {
+    if (!block.data) return;
     Pool& p = pool();
     std::lock_guard lock(p.mutex);
-    p.stats.bytes_in_use -= size;
-    p.stats.bytes_cached += size;
-    TINYFORMER_POISON(block, size);
-    p.free_blocks[size].push_back(block);
+    p.stats.bytes_in_use -= block.size;
+    p.stats.bytes_cached += block.size;
+    TINYFORMER_POISON(block.data, block.size);
+    p.free_blocks[block.size].push_back(block.data);
 }
 
 Stats stats() {

@@ -53,14 +53,14 @@ void check_dtype(const Tensor& t, DType expected) {
                                     dtype_name(expected));
 }
 
-Storage::Storage(size_t bytes, Init init) : data_(buffer_pool::acquire(bytes)), size_(bytes) {
-    if (init == Init::zeroed) std::memset(data_, 0, bytes);
+Storage::Storage(size_t bytes, Init init) : block_(buffer_pool::acquire(bytes)), size_(bytes) {
+    if (init == Init::zeroed) std::memset(block_.data, 0, bytes);
 #ifndef NDEBUG
-    else std::memset(data_, 0xFF, bytes);  // all-ones bytes: NaN as f32 and f64, -1 as i32
+    else std::memset(block_.data, 0xFF, bytes);  // all-ones bytes: NaN as f32 and f64, -1 as i32
 #endif
 }
 
-Storage::~Storage() { buffer_pool::release(data_, size_); }
+Storage::~Storage() { buffer_pool::release(block_); }
 
 // ---- construction ----
 

@@ -14,8 +14,14 @@
 
 namespace tinyformer::buffer_pool {
 
-std::byte* acquire(size_t bytes);               // a block of at least `bytes` bytes
-void release(std::byte* block, size_t bytes);  // `bytes` as passed to acquire()
+struct Block {
+    std::byte* data = nullptr;
+    size_t size = 0;  // at least the bytes asked for
+};
+// The smallest free block of at least `bytes` (and at most twice as big, so that little
+// is wasted), else a new one from the system.
+Block acquire(size_t bytes);
+void release(Block block);
 
 struct Stats {
     uint64_t system_allocations = 0;  // blocks the pool had to get from the system

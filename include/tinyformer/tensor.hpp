@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "tinyformer/buffer_pool.hpp"
+
 namespace tinyformer {
 
 using Shape = std::vector<int64_t>;
@@ -34,11 +36,11 @@ public:
     ~Storage();
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
-    std::byte* bytes() { return data_; }
-    size_t size() const { return size_; }
+    std::byte* bytes() { return block_.data; }
+    size_t size() const { return size_; }  // as asked for (the block may be larger)
 
 private:
-    std::byte* data_ = nullptr;
+    buffer_pool::Block block_;
     size_t size_ = 0;
 };
 
