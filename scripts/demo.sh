@@ -23,3 +23,10 @@ build/tinyformer eval --checkpoint runs/lesson12 | grep -v "^  miss:" || true
 echo
 echo "The run directory runs/lesson12 holds config.toml, metrics.jsonl, loss.svg,"
 echo "model.safetensors, train_state.safetensors and summary.json."
+
+echo
+echo "== inspect: where does each trained head read? =="
+build/tinyformer inspect --checkpoint runs/lesson12 --text '小丁拿着红色的苹果。谁拿着苹果？小丁。' --view terminal
+echo
+echo "runs/lesson12/inspect/report.html shows every head's map, its reading patterns, where it"
+echo "reads when an answer is due and what the model loses without it; heads.json has the numbers."

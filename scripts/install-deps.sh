@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tinyformer needs, if any are missing. Runs `apt-get update`
-# only when an install cannot find a package without it.
+# Installs the Debian packages tinyformer needs, if any are missing (with --fuzz, also those
+# scripts/fuzz.sh needs). Runs `apt-get update` only when an install cannot find a package
+# without it.
 set -euo pipefail
 
 packages=(cmake make g++ libdnnl-dev libeigen3-dev libspdlog-dev libcli11-dev catch2
-          libtomlplusplus-dev nlohmann-json3-dev)
+          libtomlplusplus-dev nlohmann-json3-dev libxml2-utils)
+# --fuzz: also clang with libFuzzer and its OpenMP runtime, for scripts/fuzz.sh
+if [[ "${1:-}" == "--fuzz" ]]; then packages+=(clang libclang-rt-14-dev libomp-14-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -45,6 +45,24 @@ std::pair<MultiHeadAttention, Parameters> MultiHeadAttention::create(int64_t D, 
     return {attention, params};
 }
 
+// heads [B,H,T,d] with head h's output replaced by `replacement` [d] (zeros if empty), written
+// with differentiable ops: heads * keep + fill, keep [1,H,1,1] being 0 for head h and 1 for
+// the others, fill [1,H,1,d] holding the replacement in head h's row.
+static Tensor ablate_head(const Tensor& heads, int64_t h, const Tensor& replacement) {
+    const int64_t H = heads.dim(1), d = heads.dim(3);
+    if (h < 0 || h >= H)
+        throw ShapeError("attention: cannot ablate head " + std::to_string(h) + " of " + std::to_string(H));
+    if (replacement.defined() && replacement.shape() != Shape{d})
+        throw ShapeError("attention: a head's replacement must be [" + std::to_string(d) + "], got " +
+                         shape_str(replacement.shape()));
+    std::vector<double> keep(H, 1.0), fill(H * d, 0.0);
+    keep[h] = 0.0;
+    if (replacement.defined())
+        for (int64_t i = 0; i < d; ++i) fill[h * d + i] = replacement.at(i);
+    return add(mul(heads, Tensor::from(keep, {1, H, 1, 1}, heads.dtype())),
+               Tensor::from(fill, {1, H, 1, d}, heads.dtype()));
+}
+
 AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                             const AttentionOptions& options) const {
     const int64_t D = q_proj.dim(0), d = D / n_heads_;
@@ -66,8 +84,9 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
     Tensor scores = matmul(q, k, false, true, 1.0 / std::sqrt(static_cast<double>(d)));        // [B,H,Tq,Tk]
     Tensor weights = softmax(scores, options.causal);                                          // [B,H,Tq,Tk]
     Tensor heads = matmul(weights, v);                                                         // [B,H,Tq,d]
-    Tensor output = linear(merge_heads(heads), out_proj);                                      // [B,Tq,D]
-    return {output, weights};
+    Tensor used = options.ablate_head < 0 ? heads : ablate_head(heads, options.ablate_head, options.ablate_with);
+    Tensor output = linear(merge_heads(used), out_proj);                                       // [B,Tq,D]
+    return {output, weights, heads};
 }
 
 }  // namespace tinyformer

@@ -106,6 +106,10 @@ Transformer::Transformer(const ModelConfig& config, uint64_t seed, DType dtype) 
 }
 
 Tensor Transformer::forward(const Tensor& ids, std::vector<Tensor>* attention_maps) const {
+    return forward(ids, ForwardHooks{.attention_maps = attention_maps});
+}
+
+Tensor Transformer::forward(const Tensor& ids, const ForwardHooks& hooks) const {
     if (ids.rank() != 2 || ids.dtype() != DType::i32)
         throw ShapeError("model: ids must be i32 [B,T], got " + shape_str(ids.shape()));
     const int64_t T = ids.dim(1);
@@ -120,10 +124,17 @@ Tensor Transformer::forward(const Tensor& ids, std::vector<Tensor>* attention_ma
         for (int64_t t = 0; t < T; ++t) positions[t] = static_cast<int32_t>(t);
         x = add(x, embedding(pos_emb, Tensor::ids(positions, {T})));  // [B,T,D] + [T,D]
     }
-    for (const Block& block : blocks_) {
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+        const Block& block = blocks_[i];
         Tensor h = layer_norm(x, block.ln1_weight, block.ln1_bias);                     // [B,T,D]
-        AttentionResult attn = block.attn.forward(h, h, h, {.causal = true, .rope = use_rope});
-        if (attention_maps) attention_maps->push_back(attn.weights);                    // [B,H,T,T]
+        AttentionOptions options{.causal = true, .rope = use_rope};
+        if (hooks.ablate_layer == static_cast<int64_t>(i)) {
+            options.ablate_head = hooks.ablate_head;
+            options.ablate_with = hooks.ablate_with;
+        }
+        AttentionResult attn = block.attn.forward(h, h, h, options);
+        if (hooks.attention_maps) hooks.attention_maps->push_back(attn.weights);        // [B,H,T,T]
+        if (hooks.head_outputs) hooks.head_outputs->push_back(attn.heads);              // [B,H,T,d]
         x = add(x, attn.output);                                                        // residual
         h = layer_norm(x, block.ln2_weight, block.ln2_bias);                            // [B,T,D]
         Tensor hidden = gelu(linear(h, block.fc1_weight, block.fc1_bias));              // [B,T,4D]

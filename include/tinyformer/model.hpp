@@ -30,6 +30,15 @@ struct KVCache {
     int64_t next_position = 0;         // absolute position of the next character
 };
 
+// What tinyformer inspect asks of a forward pass; every field is optional.
+struct ForwardHooks {
+    std::vector<Tensor>* attention_maps = nullptr;  // appended: each layer's weights [B,H,T,T]
+    std::vector<Tensor>* head_outputs = nullptr;    // appended: each layer's per-head outputs [B,H,T,d]
+    int64_t ablate_layer = -1;                      // in this layer (-1: none) ...
+    int64_t ablate_head = -1;                       // ... this head's output is replaced by
+    Tensor ablate_with{};                           // this [d] at every position (zeros if empty)
+};
+
 // The contract's parameter names and shapes, in a fixed order.
 std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
 
@@ -44,6 +53,9 @@ public:
     // ids [B,T] (i32, T <= context) → logits [B,T,V]. With `attention_maps`, each layer's
     // per-head weights [B,H,T,T] are appended to it.
     Tensor forward(const Tensor& ids, std::vector<Tensor>* attention_maps = nullptr) const;
+    // The same, with inspection hooks: read each layer's attention and head outputs, or
+    // knock out one head (its output zeroed or replaced by a fixed vector).
+    Tensor forward(const Tensor& ids, const ForwardHooks& hooks) const;
     // Mean cross-entropy of forward(ids) against targets [B,T].
     Tensor loss(const Tensor& ids, const Tensor& targets) const;
 

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# tinyformer inspect as a user runs it: the files it writes (well-formed SVG and HTML, checked
+# with xmllint; a .npy header; JSON with the numbers), the terminal view, and bad input
+# answered with one line and exit code 2.
+source "$(dirname "$0")/common.sh"
+command -v xmllint >/dev/null || { fail "xmllint is missing (Debian package libxml2-utils; scripts/install-deps.sh installs it)"; finish; }
+"$tf" train --config "$src/tests/data/tiny.toml" --out "$scratch/run" >/dev/null 2>&1 || fail "training the tiny model"
+
+out="$scratch/out"
+view=$("$tf" inspect --checkpoint "$scratch/run" --text "小丁拿着红色的苹果。" --out "$out" --view terminal 2>"$scratch/err")
+[[ $? -eq 0 ]] && pass "inspect --text exits 0" || fail "inspect --text: $(cat "$scratch/err")"
+for f in attention.json attention.npy heads.json report.html L0H0.svg L0H1.svg; do
+  [[ -s "$out/$f" ]] && pass "wrote $f" || fail "no $f in $out"
+done
+[[ ! -e "$out/L0H2.svg" && ! -e "$out/L1H0.svg" ]] && pass "one SVG per head, no more" || fail "unexpected SVGs: $(ls "$out")"
+for f in "$out"/L0H0.svg "$out"/L0H1.svg "$out"/report.html; do
+  xmllint --noout --nonet "$f" 2>"$scratch/xml" && pass "$(basename "$f") is well-formed XML" \
+    || fail "$(basename "$f") is not well-formed: $(head -3 "$scratch/xml")"
+done
+[[ "$(head -c 6 "$out/attention.npy" | od -An -tx1 | tr -d ' \n')" == "934e554d5059" ]] \
+  && pass "attention.npy starts with \\x93NUMPY" || fail "attention.npy magic"
+expect_in "$(head -c 128 "$out/attention.npy" | tr -d '\000')" "'shape': (1, 2, 10, 10)" "attention.npy is [L,H,T,T] = [1,2,10,10]"
+[[ $(( $(stat -c %s "$out/attention.npy") - 128 )) -eq $(( 1 * 2 * 10 * 10 * 4 )) ]] \
+  && pass "attention.npy holds 200 float32 after a 128-byte header" || fail "attention.npy size $(stat -c %s "$out/attention.npy")"
+json=$(cat "$out/attention.json")
+expect_in "$json" '"characters":["小","丁","拿","着","红","色","的","苹","果","。"]' "attention.json lists the characters"
+expect_in "$json" '"code_points":[23567,19969,' "attention.json lists the code points"
+heads=$(cat "$out/heads.json")
+for key in '"roles"' '"previous"' '"induction"' '"ablation"' '"zero"' '"mean"' '"val_loss_delta"' '"finding"' '"by_kind"' '"definitions"'; do
+  expect_in "$heads" "$key" "heads.json has $key"
+done
+val_loss=$(grep -o '"val_loss": [0-9.e-]*' "$scratch/run/summary.json" | awk '{print $2}')
+heads_loss=$(grep -A3 '"validation"' "$out/heads.json" | grep -o '"loss": [0-9.e-]*' | awk '{print $2}')
+awk -v a="$val_loss" -v b="$heads_loss" 'BEGIN { exit !(a - b < 1e-6 && b - a < 1e-6) }' \
+  && pass "heads.json's validation loss is the run's ($heads_loss)" || fail "heads.json loss $heads_loss vs summary $val_loss"
+expect_in "$view" "== L0H1: layer 0, head 1" "the terminal view names each head"
+expect_in "$view" "  9 。 → " "the terminal view lists each character's top reads"
+expect_in "$(cat "$out/report.html")" "<figure><svg" "the report inlines the heatmaps"
+expect_in "$(cat "$out/report.html")" "<h2>Training</h2>" "the report shows the run's loss curve"
+[[ "$(cat "$out/report.html")" != *"<script"* ]] && pass "the report has no script" || fail "the report has a script"
+
+# Defaults: the run directory's inspect/; --probes alone shows the first probe.
+"$tf" inspect --checkpoint "$scratch/run" --probes "$src/tests/data/inspect_probes.tsv" >/dev/null 2>"$scratch/err" \
+  && [[ -s "$scratch/run/inspect/report.html" ]] && pass "without --out it writes <run dir>/inspect" \
+  || fail "default output directory: $(cat "$scratch/err")"
+expect_in "$(cat "$scratch/run/inspect/attention.json")" '"source":"probe 1 of 2' "--probes alone: the maps show probe 1"
+expect_in "$(cat "$scratch/run/inspect/attention.json")" '"text":"小丁拿着苹果。谁拿着苹果？小丁"' "probe 1 is prompt + answer"
+
+# A text longer than the context (16): the first 16 characters, with a warning.
+"$tf" inspect --checkpoint "$scratch/run" --text "小丁拿着红色的苹果。谁拿着苹果？小丁。" --out "$scratch/long" >/dev/null 2>"$scratch/err"
+expect_in "$(cat "$scratch/err")" "the maps show the first 16" "a long text is cut to the context, with a warning"
+expect_in "$(head -c 128 "$scratch/long/attention.npy" | tr -d '\000')" "(1, 2, 16, 16)" "a long text's maps are 16 x 16"
+
+expect_exit 2 "a character outside the vocabulary" -- "$tf" inspect --checkpoint "$scratch/run" --text "小丁X" --out "$scratch/x"
+expect_in "$err" "'X' (U+0058)" "names the character"
+[[ $(printf '%s' "$err" | wc -l) -le 1 ]] && pass "the error is one line" || fail "multi-line error: $err"
+expect_exit 2 "neither --text nor --probes" -- "$tf" inspect --checkpoint "$scratch/run" --out "$scratch/x"
+expect_in "$err" "--text" "says what to give"
+expect_exit 2 "an unknown --view" -- "$tf" inspect --checkpoint "$scratch/run" --text "小丁" --view browser
+expect_exit 2 "a missing probes file" -- "$tf" inspect --checkpoint "$scratch/run" --probes "$scratch/none.tsv"
+expect_in "$err" "none.tsv" "names the probes file"
+expect_exit 2 "no such checkpoint" -- "$tf" inspect --checkpoint "$scratch/none" --text "小丁"
+finish
