@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The test command: installs whatever Debian packages are missing, builds (Release), runs
 # the whole suite with ctest, then builds and runs it once more under AddressSanitizer +
-# UndefinedBehaviorSanitizer. The exit status is the tests' status.
+# UndefinedBehaviorSanitizer, then fuzzes the checkpoint reader and the config loader
+# (scripts/fuzz.sh). The exit status is the tests' status.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
-scripts/install-deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 2; }
+scripts/install-deps.sh --fuzz || { echo "test.sh: installing dependencies failed" >&2; exit 2; }
 
 run_suite() {  # run_suite BUILD_DIR [cmake options...]
   local dir=$1; shift
@@ -23,5 +24,9 @@ run_suite build -DCMAKE_BUILD_TYPE=Release || status=1
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DTINYFORMER_SANITIZE=ON || status=1
 
-if [[ $status -eq 0 ]]; then echo "test.sh: all tests passed (Release and ASan+UBSan)"; else echo "test.sh: FAILED" >&2; fi
+# Fuzzing (clang + libFuzzer, ASan + UBSan): the checkpoint reader and the config loader,
+# FUZZ_SECONDS (default 45) each from the committed seed corpora; a crash fails the suite.
+scripts/fuzz.sh "${FUZZ_SECONDS:-45}" || status=1
+
+if [[ $status -eq 0 ]]; then echo "test.sh: all tests passed (Release, ASan+UBSan, fuzzing)"; else echo "test.sh: FAILED" >&2; fi
 exit $status

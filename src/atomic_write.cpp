@@ -3,6 +3,7 @@
 // rename within one directory is atomic), then flush the directory so the rename itself
 // survives a power cut.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,7 +47,29 @@ void sync_directory(const std::string& directory, const std::string& path) {
     if (result != 0 && error != EINVAL) fail(path, "cannot sync its directory", error);
 }
 
+// The process that named a temporary ".model.safetensors.tmp.1234" (1234), or -1 if the
+// name is not one of ours.
+pid_t temporary_owner(const std::string& name) {
+    const size_t mark = name.rfind(".tmp.");
+    if (name.empty() || name[0] != '.' || mark == std::string::npos || mark + 5 == name.size()) return -1;
+    pid_t pid = 0;
+    for (size_t i = mark + 5; i < name.size(); ++i) {
+        if (name[i] < '0' || name[i] > '9' || pid > 99'999'999) return -1;
+        pid = pid * 10 + (name[i] - '0');
+    }
+    return pid;
+}
+
 }  // namespace
+
+void remove_stale_temporaries(const std::string& directory) {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+        const pid_t owner = temporary_owner(entry.path().filename().string());
+        const bool owner_gone = owner > 0 && owner != ::getpid() && ::kill(owner, 0) != 0 && errno == ESRCH;
+        if (owner_gone && entry.is_regular_file(error)) std::filesystem::remove(entry.path(), error);
+    }
+}
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
     const std::filesystem::path target(path);

@@ -119,16 +119,41 @@ void check_tensors_match(const std::string& path, const std::vector<ParameterSpe
     }
 }
 
+}  // namespace
+
 void check_finite(const std::string& path, const std::string& name, const Tensor& tensor) {
     const float* values = tensor.data<float>();
-    int64_t bad = 0;
-    for (int64_t i = 0; i < tensor.numel(); ++i)
-        if (!std::isfinite(values[i])) ++bad;
-    if (bad > 0)
-        fail(path, "tensor " + name + " has " + std::to_string(bad) + " NaN/Inf values", "finite weights");
+    int64_t nans = 0, infinities = 0, first = -1;
+    for (int64_t i = 0; i < tensor.numel(); ++i) {
+        if (std::isnan(values[i])) ++nans;
+        else if (std::isinf(values[i])) ++infinities;
+        else continue;
+        if (first < 0) first = i;
+    }
+    if (nans + infinities == 0) return;
+    auto count = [](int64_t n, const std::string& what) {
+        return std::to_string(n) + " " + what + " value" + (n == 1 ? "" : "s");
+    };
+    std::string found = nans && infinities ? count(nans, "NaN") + " and " + count(infinities, "infinite")
+                        : nans             ? count(nans, "NaN")
+                                           : count(infinities, "infinite");
+    fail(path, "tensor " + name + " has " + found + " (the first at element " + std::to_string(first) + ")",
+         "finite weights");
 }
 
-}  // namespace
+RunConfig checkpoint_config(const std::string& path, const std::map<std::string, std::string>& metadata) {
+    return config_from_metadata(path, required(path, metadata, "config"));
+}
+
+uint64_t metadata_integer(const std::string& path, const std::map<std::string, std::string>& metadata,
+                          const std::string& key) {
+    const std::string& text = required(path, metadata, key);
+    uint64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size())
+        fail(path, "__metadata__." + key + " \"" + text + "\"", "a non-negative integer");
+    return value;
+}
 
 void save_model(const std::string& path, const Transformer& model, const Vocabulary& vocab, const RunConfig& config,
                 int64_t step) {

@@ -5,6 +5,7 @@
 #include "tinyformer/config.hpp"
 
 #include <toml++/toml.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -369,6 +370,31 @@ void validate_values(const RunConfig& c, const Locate& at) {
     at_least("logging.log_every", c.logging.log_every, 1);
 }
 
+// A model or a batch too large for this machine would otherwise end in std::bad_alloc or
+// the kernel's out-of-memory killer, minutes in. This is a lower bound on what training
+// needs (weights, gradients and AdamW's two moments, plus the attention weights and logits
+// of one batch; in doubles, since the sizes may overflow 64 bits), so it refuses only
+// configurations that cannot fit.
+void check_fits_in_memory(const RunConfig& c, const Locate& at) {
+    const ModelConfig& m = c.model;
+    const double V = static_cast<double>(std::max<int64_t>(m.vocab_size, 1)), D = static_cast<double>(m.d_model),
+                 L = static_cast<double>(m.n_layers), T = static_cast<double>(m.context),
+                 H = static_cast<double>(m.n_heads), B = static_cast<double>(c.train.batch_size);
+    const double parameters = 2 * V * D + (m.positions == "learned" ? T * D : 0) + L * (12 * D * D + 13 * D) + 2 * D;
+    const double activations = B * T * (L * H * T + V);
+    const double bytes = 4 * (4 * parameters + activations);
+    const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    if (memory <= 0 || bytes <= memory) return;
+    char needed[96];
+    std::snprintf(needed, sizeof needed, "training needs at least %.3g GiB (%.3g parameters)", bytes / (1 << 30),
+                  parameters);
+    fail(at(""), "",
+         "model.d_model " + std::to_string(m.d_model) + ", model.n_layers " + std::to_string(m.n_layers) +
+             ", model.context " + std::to_string(m.context) + ", train.batch_size " +
+             std::to_string(c.train.batch_size) + ": " + needed + ", more than this machine's " +
+             std::to_string(static_cast<int64_t>(memory / (1 << 30))) + " GiB; expected a smaller model or batch");
+}
+
 // One corpus, given either as `path` or as `train_path` + `val_path`; with `check_files`
 // every named file must exist.
 void validate_data(const DataConfig& d, const Locate& at, bool check_files) {
@@ -456,6 +482,7 @@ public:
             return found != origin_.end() ? found->second : file_;
         };
         validate_values(config_, at);
+        check_fits_in_memory(config_, at);
         validate_data(config_.data, at, check_files);
         return config_;
     }

@@ -1,13 +1,86 @@
 #include "tinyformer/dataset.hpp"
 
+#include <string_view>
+
 #include "tinyformer/errors.hpp"
 
 namespace tinyformer {
 
+namespace {
+
+// Walks a text file's bytes as the characters every text is read as: strict UTF-8, a leading
+// byte-order mark dropped, and line ends normalised to '\n' — CRLF and a lone CR, as
+// Python's universal newlines do when ../shared/reference/torch_model.py reads a text.
+// Calls on_char(c) for each character; stores nothing.
+template <class OnChar>
+void for_each_text_char(std::string_view bytes, const std::string& source, OnChar&& on_char) {
+    size_t i = bytes.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+    while (i < bytes.size()) {
+        char32_t c = next_utf8_char(bytes, i, source);
+        if (c == U'\r') {
+            if (i < bytes.size() && bytes[i] == '\n') continue;  // CRLF: the LF comes next
+            c = U'\n';
+        }
+        on_char(c);
+    }
+}
+
+// The characters a text uses, one flag per Unicode code point (136 KB, however long the text).
+using CharSet = std::vector<bool>;
+CharSet empty_char_set() { return CharSet(0x110000, false); }
+
+// Counts a text's characters and adds them to `used`.
+int64_t scan_text(std::string_view bytes, const std::string& source, CharSet& used) {
+    int64_t count = 0;
+    for_each_text_char(bytes, source, [&](char32_t c) {
+        used[c] = true;
+        ++count;
+    });
+    return count;
+}
+
+// The vocabulary of the characters in `used`, sorted by code point (as Vocabulary::from_text).
+Vocabulary vocabulary_of(const CharSet& used) {
+    std::vector<char32_t> chars;
+    for (char32_t c = 0; c < used.size(); ++c)
+        if (used[c]) chars.push_back(c);
+    return Vocabulary(std::move(chars));
+}
+
+// The ids of a text's characters number [from, to), appended to `ids`.
+void append_ids(std::string_view bytes, const std::string& source, const Vocabulary& vocab, int64_t from, int64_t to,
+                std::vector<int32_t>& ids) {
+    int64_t index = 0;
+    for_each_text_char(bytes, source, [&](char32_t c) {
+        if (index >= from && index < to) {
+            const int32_t id = vocab.find(c);
+            if (id < 0)
+                throw InputError(source + ": character " + describe_char(c) + " at character " +
+                                 std::to_string(index) + " is not in the model's " + std::to_string(vocab.size()) +
+                                 "-character vocabulary");
+            ids.push_back(id);
+        }
+        ++index;
+    });
+}
+
+}  // namespace
+
 std::u32string read_text(const std::string& path) {
-    std::u32string text = decode_utf8(read_file(path), path);
-    if (!text.empty() && text[0] == U'\uFEFF') text.erase(0, 1);  // a byte-order mark is not text
+    const std::string bytes = read_file(path);
+    std::u32string text;
+    for_each_text_char(bytes, path, [&](char32_t c) { text.push_back(c); });
     return text;
+}
+
+std::vector<int32_t> read_ids(const std::string& path, const Vocabulary& vocab) {
+    const std::string bytes = read_file(path);
+    CharSet used = empty_char_set();
+    const int64_t count = scan_text(bytes, path, used);
+    std::vector<int32_t> ids;
+    ids.reserve(static_cast<size_t>(count));
+    append_ids(bytes, path, vocab, 0, count, ids);
+    return ids;
 }
 
 static std::string kind_of(const std::u32string& prompt) {
@@ -39,29 +112,41 @@ std::vector<Probe> load_probes(const std::string& path) {
     return probes;
 }
 
+// The texts are read as bytes and turned into ids in two passes (count the characters and
+// collect the vocabulary, then encode), so memory holds the bytes and the ids, never the
+// characters as well: a 100 MB corpus costs its bytes plus 4 bytes per character.
 Corpus load_corpus(const DataConfig& data) {
-    std::u32string train_text, val_text;
+    Corpus corpus;
     std::string train_name, val_name;
+    CharSet used = empty_char_set();
     if (!data.path.empty()) {
-        std::u32string text = read_text(data.path);
-        size_t split = static_cast<size_t>((1.0 - data.val_fraction) * static_cast<double>(text.size()));
-        train_text = text.substr(0, split);
-        val_text = text.substr(split);
+        const std::string bytes = read_file(data.path);
+        const int64_t count = scan_text(bytes, data.path, used);
+        const int64_t split = static_cast<int64_t>((1.0 - data.val_fraction) * static_cast<double>(count));
         train_name = data.path + " (training part)";
         val_name = data.path + " (validation part)";
+        if (split < 2) throw InputError(train_name + ": the training text needs at least 2 characters");
+        if (count - split < 2) throw InputError(val_name + ": the validation text needs at least 2 characters");
+        corpus.vocab = vocabulary_of(used);
+        corpus.train.reserve(static_cast<size_t>(split));
+        corpus.val.reserve(static_cast<size_t>(count - split));
+        append_ids(bytes, data.path, corpus.vocab, 0, split, corpus.train);
+        append_ids(bytes, data.path, corpus.vocab, split, count, corpus.val);
     } else {
-        train_text = read_text(data.train_path);
-        val_text = read_text(data.val_path);
         train_name = data.train_path;
         val_name = data.val_path;
+        std::string train_bytes = read_file(data.train_path);
+        const int64_t train_count = scan_text(train_bytes, train_name, used);
+        if (train_count < 2) throw InputError(train_name + ": the training text needs at least 2 characters");
+        const std::string val_bytes = read_file(data.val_path);
+        const int64_t val_count = scan_text(val_bytes, val_name, used);
+        if (val_count < 2) throw InputError(val_name + ": the validation text needs at least 2 characters");
+        corpus.vocab = vocabulary_of(used);
+        corpus.train.reserve(static_cast<size_t>(train_count));
+        corpus.val.reserve(static_cast<size_t>(val_count));
+        append_ids(train_bytes, train_name, corpus.vocab, 0, train_count, corpus.train);
+        append_ids(val_bytes, val_name, corpus.vocab, 0, val_count, corpus.val);
     }
-    if (train_text.size() < 2) throw InputError(train_name + ": the training text needs at least 2 characters");
-    if (val_text.size() < 2) throw InputError(val_name + ": the validation text needs at least 2 characters");
-
-    Corpus corpus;
-    corpus.vocab = Vocabulary::from_text(train_text + val_text);
-    corpus.train = corpus.vocab.encode(train_text, train_name);
-    corpus.val = corpus.vocab.encode(val_text, val_name);
     if (!data.probes_path.empty()) {
         corpus.probes = load_probes(data.probes_path);
         for (const Probe& probe : corpus.probes) {  // every probe character must be known

@@ -165,11 +165,14 @@ nlohmann::ordered_json parse_header(const std::string& path, const std::string& 
         if (event == event_t::key && depth == 1) top_level_keys.push_back(value.get<std::string>());
         return true;
     };
+    check_utf8(text, path + ": header");  // names the byte, which the JSON parser would not
     nlohmann::ordered_json header;
     try {
         header = nlohmann::ordered_json::parse(text, guard);
     } catch (const nlohmann::json::parse_error& e) {
         fail(path, "header is not valid JSON (at byte " + std::to_string(e.byte) + ")", "a UTF-8 JSON object");
+    } catch (const nlohmann::json::out_of_range&) {  // 1e999: found by fuzz/fuzz_checkpoint.cpp
+        fail(path, "header holds a number too large for a double", "a safetensors header");
     }
     if (!header.is_object()) fail(path, "header is " + kind_of(header), "a JSON object");
     std::sort(top_level_keys.begin(), top_level_keys.end());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -10,38 +11,43 @@
 
 namespace tinyformer {
 
-std::u32string decode_utf8(std::string_view bytes, const std::string& source) {
-    std::u32string text;
-    text.reserve(bytes.size());
-    size_t i = 0;
+char32_t next_utf8_char(std::string_view bytes, size_t& i, const std::string& source) {
     auto fail = [&](const char* what) {
         char byte[8];
         std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(bytes[i]));
         throw InputError(source + ": invalid UTF-8 at byte " + std::to_string(i) + " (" + byte + "): " + what +
                          "; expected UTF-8 text");
     };
-    while (i < bytes.size()) {
-        const unsigned char lead = static_cast<unsigned char>(bytes[i]);
-        int length;
-        char32_t c;
-        if (lead < 0x80) { text.push_back(lead); ++i; continue; }
-        else if ((lead & 0xE0) == 0xC0) { length = 2; c = lead & 0x1F; }
-        else if ((lead & 0xF0) == 0xE0) { length = 3; c = lead & 0x0F; }
-        else if ((lead & 0xF8) == 0xF0) { length = 4; c = lead & 0x07; }
-        else fail("not a valid leading byte");
-        if (i + length > bytes.size()) fail("sequence cut off by the end of the text");
-        for (int k = 1; k < length; ++k) {
-            const unsigned char next = static_cast<unsigned char>(bytes[i + k]);
-            if ((next & 0xC0) != 0x80) fail("continuation byte missing");
-            c = (c << 6) | (next & 0x3F);
-        }
-        static const char32_t smallest[5] = {0, 0, 0x80, 0x800, 0x10000};
-        if (c < smallest[length]) fail("overlong encoding");
-        if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) fail("not a Unicode scalar value");
-        text.push_back(c);
-        i += length;
+    const unsigned char lead = static_cast<unsigned char>(bytes[i]);
+    int length = 0;
+    char32_t c = 0;
+    if (lead < 0x80) { ++i; return lead; }
+    else if ((lead & 0xE0) == 0xC0) { length = 2; c = lead & 0x1F; }
+    else if ((lead & 0xF0) == 0xE0) { length = 3; c = lead & 0x0F; }
+    else if ((lead & 0xF8) == 0xF0) { length = 4; c = lead & 0x07; }
+    else fail("not a valid leading byte");
+    if (i + length > bytes.size()) fail("sequence cut off by the end of the text");
+    for (int k = 1; k < length; ++k) {
+        const unsigned char next = static_cast<unsigned char>(bytes[i + k]);
+        if ((next & 0xC0) != 0x80) fail("continuation byte missing");
+        c = (c << 6) | (next & 0x3F);
     }
+    static const char32_t smallest[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < smallest[length]) fail("overlong encoding");
+    if (c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) fail("not a Unicode scalar value");
+    i += length;
+    return c;
+}
+
+std::u32string decode_utf8(std::string_view bytes, const std::string& source) {
+    std::u32string text;
+    text.reserve(bytes.size());
+    for (size_t i = 0; i < bytes.size();) text.push_back(next_utf8_char(bytes, i, source));
     return text;
+}
+
+void check_utf8(std::string_view bytes, const std::string& source) {
+    for (size_t i = 0; i < bytes.size();) next_utf8_char(bytes, i, source);
 }
 
 std::string encode_utf8(char32_t c) {
@@ -83,12 +89,25 @@ std::string describe_char(char32_t c) {
 }
 
 std::string read_file(const std::string& path) {
+    // One allocation of the file's size: a stringstream would hold a second copy.
+    std::error_code error;
+    const auto status = std::filesystem::status(path, error);
+    if (std::filesystem::is_directory(status)) throw InputError(path + ": is a directory, expected a file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path + ": cannot open for reading");
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
+    std::string bytes;
+    if (std::filesystem::is_regular_file(status)) {
+        bytes.resize(std::filesystem::file_size(path, error));
+        if (error) throw InputError(path + ": cannot read its size (" + error.message() + ")");
+        in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        bytes.resize(static_cast<size_t>(in.gcount()));  // it may have shrunk meanwhile
+        if (in.bad()) throw InputError(path + ": read failed");
+        return bytes;
+    }
+    std::ostringstream stream;  // a pipe or a device: its size is not known in advance
+    stream << in.rdbuf();
     if (in.bad()) throw InputError(path + ": read failed");
-    return bytes.str();
+    return stream.str();
 }
 
 Vocabulary::Vocabulary(std::vector<char32_t> chars) : chars_(std::move(chars)) {
@@ -100,6 +119,11 @@ Vocabulary::Vocabulary(std::vector<char32_t> chars) : chars_(std::move(chars)) {
 Vocabulary Vocabulary::from_text(std::u32string_view text) {
     std::set<char32_t> distinct(text.begin(), text.end());
     return Vocabulary(std::vector<char32_t>(distinct.begin(), distinct.end()));
+}
+
+int32_t Vocabulary::find(char32_t c) const {
+    auto it = ids_.find(c);
+    return it == ids_.end() ? -1 : it->second;
 }
 
 int32_t Vocabulary::id(char32_t c) const {

@@ -33,9 +33,12 @@ double seconds_since(Clock::time_point start) {
 }
 
 std::string duration_str(double seconds) {
-    char buffer[32];
+    char buffer[48];
     if (seconds < 60) std::snprintf(buffer, sizeof buffer, "%.1fs", seconds);
-    else std::snprintf(buffer, sizeof buffer, "%dm%02ds", static_cast<int>(seconds) / 60, static_cast<int>(seconds) % 60);
+    else {  // clamped: an ETA for 2^63 steps must not overflow the cast
+        const long long whole = seconds < 1e15 ? static_cast<long long>(seconds) : 1'000'000'000'000'000LL;
+        std::snprintf(buffer, sizeof buffer, "%lldm%02llds", whole / 60, whole % 60);
+    }
     return buffer;
 }
 
@@ -68,16 +71,7 @@ int64_t load_train_state(const std::string& path, Transformer& model, AdamW& ada
     };
     if (meta("format") != "tinyformer-train-state/1")
         throw InputError(path + ": format \"" + meta("format") + "\", expected \"tinyformer-train-state/1\"");
-    auto integer = [&](const std::string& key) {
-        try {
-            size_t used = 0;
-            unsigned long long value = std::stoull(meta(key), &used);
-            if (used != meta(key).size()) throw std::invalid_argument(key);
-            return value;
-        } catch (const std::logic_error&) {
-            throw InputError(path + ": __metadata__ \"" + key + "\" is \"" + meta(key) + "\", expected an integer");
-        }
-    };
+    auto integer = [&](const std::string& key) { return metadata_integer(path, file.metadata, key); };
     std::map<std::string, Tensor> by_name(file.tensors.begin(), file.tensors.end());
     auto restore = [&](const std::string& name, Tensor& into) {
         auto it = by_name.find(name);
@@ -85,6 +79,7 @@ int64_t load_train_state(const std::string& path, Transformer& model, AdamW& ada
         if (it->second.shape() != into.shape())
             throw InputError(path + ": tensor " + name + " has shape " + shape_str(it->second.shape()) + ", expected " +
                              shape_str(into.shape()));
+        check_finite(path, name, it->second);
         into.copy_from(it->second);
     };
     for (const auto& [name, p] : model.parameters().named()) {
@@ -174,8 +169,7 @@ nlohmann::json train(const TrainOptions& options) {
 
     if (options.resume) {
         if (!fs::exists(state_path)) throw InputError(dir + ": no train_state.safetensors to resume from");
-        SafetensorsFile saved = read_safetensors(state_path);
-        RunConfig saved_config = config_from_json(nlohmann::json::parse(saved.metadata["config"]));
+        const RunConfig saved_config = checkpoint_config(state_path, read_safetensors(state_path).metadata);
         std::string differences = model_differences(saved_config, config);
         if (!differences.empty())
             throw InputError(state_path + ": cannot resume with a different model: " + differences);
@@ -186,6 +180,7 @@ nlohmann::json train(const TrainOptions& options) {
     std::error_code error;
     fs::create_directories(dir, error);
     if (error) throw InputError(dir + ": cannot create the run directory: " + error.message());
+    remove_stale_temporaries(dir);  // left by a run that was killed while writing
     try {
         const std::string config_path = (fs::path(dir) / "config.toml").string();
         write_file_atomic(config_path, config_to_toml(config, config_path));  // paths relative to the run dir
@@ -209,8 +204,15 @@ nlohmann::json train(const TrainOptions& options) {
 
     int64_t saved_step = options.resume ? step : -1;  // the step of the checkpoint on disk
     auto save_checkpoint = [&](int64_t at_step) {
-        save_train_state(state_path, model, adam, batch_rng, config, at_step);
-        save_model(model_path, model, corpus.vocab, config, at_step);
+        try {
+            save_train_state(state_path, model, adam, batch_rng, config, at_step);
+            save_model(model_path, model, corpus.vocab, config, at_step);
+        } catch (const std::runtime_error& e) {  // a full disk: say what survived
+            throw std::runtime_error(std::string(e.what()) + "; " +
+                                     (saved_step >= 0 ? "the checkpoint of step " + std::to_string(saved_step) +
+                                                            " in " + dir + " is kept"
+                                                      : "no checkpoint had been saved yet"));
+        }
         saved_step = at_step;
     };
 

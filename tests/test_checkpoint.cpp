@@ -253,8 +253,10 @@ TEST_CASE("malformed checkpoints are refused with a one-line message naming the 
         {"a header length past the end", u64_le(100) + "{}", "header length 100 runs past the end"},
         {"a header length of 2^63", u64_le(1ull << 63) + "{}", "header length 9223372036854775808 runs past"},
         {"a header that is not JSON", raw_file("{nope", ""), "header is not valid JSON"},
-        {"a header that is not UTF-8", raw_file("{\"a\xff\":1}", ""), "header is not valid JSON"},
+        {"a header that is not UTF-8", raw_file("{\"a\xff\":1}", ""), "header: invalid UTF-8 at byte 3 (0xFF)"},
         {"a header that is a JSON array", raw_file("[1,2]", ""), "header is an array, expected a JSON object"},
+        {"a number too large for a double (found by fuzzing)", raw_file(R"({"a":2e308})", ""),
+         "header holds a number too large for a double"},
         {"a header nested 1000 deep", raw_file(repeated("[", 1000) + repeated("]", 1000), ""), "nests deeper"},
         {"a header of a million values", raw_file("[" + repeated("0,", 1'000'000) + "0]", ""),
          "more than 1000000 JSON values"},
@@ -334,7 +336,7 @@ TEST_CASE("malformed checkpoints are refused with a one-line message naming the 
              w[7] = std::numeric_limits<float>::infinity();
              w[9] = -std::numeric_limits<float>::infinity();
          }),
-         "tensor blocks.0.mlp.fc1.weight has 3 NaN/Inf values"},
+         "tensor blocks.0.mlp.fc1.weight has 1 NaN value and 2 infinite values (the first at element 3)"},
     };
     REQUIRE(cases.size() >= 20);
     for (size_t i = 0; i < cases.size(); ++i) {
@@ -404,4 +406,15 @@ TEST_CASE("write_file_atomic fails cleanly, naming the path, and leaves nothing 
     REQUIRE_THROWS_WITH(write_file_atomic(dir.file("taken"), "data"), StartsWith(dir.file("taken") + ": cannot"));
     REQUIRE(dir.entries() == std::set<std::string>{"taken"});
     REQUIRE(fs::is_empty(dir.path / "taken"));
+}
+
+TEST_CASE("remove_stale_temporaries removes what killed writers left, and nothing else", "[checkpoint]") {
+    TempDir dir;
+    const std::string mine = ".model.safetensors.tmp." + std::to_string(::getpid());
+    for (const std::string name : {".model.safetensors.tmp.99999999", ".summary.json.tmp.4194305", mine.c_str(),
+                                   "model.safetensors", "notes.tmp.1", ".hidden", ".x.tmp.12ab"})
+        write_bytes(dir.file(name), "x");
+    remove_stale_temporaries(dir.path.string());
+    REQUIRE(dir.entries() == std::set<std::string>{mine, "model.safetensors", "notes.tmp.1", ".hidden", ".x.tmp.12ab"});
+    remove_stale_temporaries(dir.file("no_such_directory"));  // ignored
 }

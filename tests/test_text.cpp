@@ -87,3 +87,39 @@ TEST_CASE("training windows are T+1 consecutive ids, targets shifted by one", "[
     REQUIRE(sample_batch(ids, 4, 8, same).inputs.to_vector() == batch.inputs.to_vector());
     REQUIRE_THROWS_WITH(sample_batch(std::vector<int32_t>(8, 0), 1, 8, rng), Catch::Contains("context + 1"));
 }
+
+TEST_CASE("text files: a BOM is dropped, CRLF and lone CR read as LF, ids without a copy", "[text]") {
+    const auto dir = std::filesystem::temp_directory_path() / "tinyformer_test_text_files";
+    std::filesystem::create_directories(dir);
+    auto write = [&](const std::string& name, const std::string& bytes) {
+        std::ofstream(dir / name, std::ios::binary) << bytes;
+        return (dir / name).string();
+    };
+    REQUIRE(read_text(write("bom.txt", "\xEF\xBB\xBF小丁\n")) == U"小丁\n");
+    REQUIRE(read_text(write("crlf.txt", "a\r\nb\r\n")) == U"a\nb\n");
+    REQUIRE(read_text(write("cr.txt", "a\rb\r")) == U"a\nb\n");
+    REQUIRE(read_text(write("mixed.txt", "\xEF\xBB\xBF" "a\r\r\nb")) == U"a\n\nb");  // CR, then CRLF
+    REQUIRE(read_text(write("bom_only.txt", "\xEF\xBB\xBF")).empty());
+    REQUIRE(read_text(write("inner_bom.txt", "a\xEF\xBB\xBF")) == U"a\uFEFF");  // only a leading BOM is dropped
+
+    const Vocabulary vocab({U'\n', U'a', U'b', U'小'});
+    REQUIRE(read_ids(write("ids.txt", "\xEF\xBB\xBF" "ab\r\n小"), vocab) == std::vector<int32_t>{1, 2, 0, 3});
+    REQUIRE_THROWS_WITH(read_ids(write("unknown.txt", "ab\r\nX"), vocab),
+                        Catch::Contains("unknown.txt: character 'X' (U+0058) at character 3 is not in the model's "
+                                        "4-character vocabulary"));
+    REQUIRE_THROWS_WITH(read_ids(write("bad.txt", "ab\xff"), vocab), Catch::Contains("bad.txt: invalid UTF-8 at byte 2"));
+    REQUIRE_THROWS_WITH(read_text(dir.string()), Catch::Contains("is a directory"));
+
+    // One text split at 1 - val_fraction, by characters after the BOM and CRLF are gone.
+    DataConfig data;
+    data.path = write("split.txt", "\xEF\xBB\xBF" "abab\r\nabab\r\n");  // 10 characters: abab\nabab\n
+    data.val_fraction = 0.2;
+    const Corpus corpus = load_corpus(data);
+    REQUIRE(corpus.vocab.chars() == std::vector<char32_t>{U'\n', U'a', U'b'});
+    REQUIRE(corpus.train == std::vector<int32_t>{1, 2, 1, 2, 0, 1, 2, 1});
+    REQUIRE(corpus.val == std::vector<int32_t>{2, 0});
+    data.path = write("tiny.txt", "abc");
+    REQUIRE_THROWS_WITH(load_corpus(data), Catch::Contains("tiny.txt (validation part)") &&
+                                               Catch::Contains("needs at least 2 characters"));
+    std::filesystem::remove_all(dir);
+}

@@ -23,6 +23,9 @@ namespace tinyformer {
 // one: temporary file in the same directory, write, fsync, rename, fsync the directory.
 // Throws std::runtime_error naming the path (disk full, unwritable directory, ...).
 void write_file_atomic(const std::string& path, std::string_view bytes);
+// Removes the temporaries that killed writers left in `directory` (".<name>.tmp.<pid>" whose
+// process is gone); the files they were replacing are intact. Errors are ignored.
+void remove_stale_temporaries(const std::string& directory);
 
 // ---- safetensors, generic ----
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
@@ -61,5 +64,16 @@ void save_model(const std::string& path, const Transformer& model, const Vocabul
 // names, shapes against the config, the vocabulary against vocab_size, and that every
 // weight is finite. Throws InputError naming the file and what is wrong.
 LoadedModel load_model(const std::string& path);
+
+// ---- the pieces load_model checks with, for train_state.safetensors too ----
+// Throws InputError "<path>: tensor <name> has 2 NaN values and 1 infinite value (the first
+// at element 7), expected finite weights" unless every value is finite.
+void check_finite(const std::string& path, const std::string& name, const Tensor& tensor);
+// __metadata__.config as a validated run configuration; InputError naming `path` if it is
+// missing, not JSON, or holds a wrong type or an impossible value.
+RunConfig checkpoint_config(const std::string& path, const std::map<std::string, std::string>& metadata);
+// __metadata__.<key> as an unsigned decimal integer (digits only, fits 64 bits), else InputError.
+uint64_t metadata_integer(const std::string& path, const std::map<std::string, std::string>& metadata,
+                          const std::string& key);
 
 }  // namespace tinyformer

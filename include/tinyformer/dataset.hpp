@@ -27,14 +27,19 @@ struct Corpus {
 };
 
 // Reads and decodes the data files named by `data` (one text split at 1 - val_fraction, or
-// two texts). A leading byte-order mark is dropped. Throws InputError naming the file.
+// two texts), as read_text reads a text, keeping only the ids: memory holds a file's bytes
+// and 4 bytes per character, no other copy. Throws InputError naming the file.
 Corpus load_corpus(const DataConfig& data);
 
 // prompt<TAB>answer lines (UTF-8, no header). Throws InputError "<file>:<line>: ...".
 std::vector<Probe> load_probes(const std::string& path);
 
-// Reads a text file as characters (strict UTF-8, a leading BOM dropped).
+// Reads a text file as characters: strict UTF-8, a leading byte-order mark dropped, line
+// ends normalised to '\n' (CRLF and a lone CR, as Python's universal newlines read them).
 std::u32string read_text(const std::string& path);
+// The same text as ids in `vocab`, without holding its characters. Throws InputError naming
+// the file, the first character outside the vocabulary and its position.
+std::vector<int32_t> read_ids(const std::string& path, const Vocabulary& vocab);
 
 struct Batch {
     Tensor inputs;   // [B,T] i32

@@ -13,12 +13,18 @@ namespace tinyformer {
 // Decodes UTF-8; throws InputError "<source>: invalid UTF-8 at byte <offset> ..." at the
 // first invalid byte (overlong forms, surrogates and code points past U+10FFFF included).
 std::u32string decode_utf8(std::string_view bytes, const std::string& source);
+// The same, one character at a time: decodes the character starting at bytes[i] (i <
+// bytes.size()) and moves i past it. For walking a large text without a second copy of it.
+char32_t next_utf8_char(std::string_view bytes, size_t& i, const std::string& source);
+// Throws as decode_utf8 does if `bytes` is not UTF-8; allocates nothing.
+void check_utf8(std::string_view bytes, const std::string& source);
 std::string encode_utf8(std::u32string_view text);
 std::string encode_utf8(char32_t c);
 // A readable name for a character in messages: "'果' (U+679C)", "'\n' (U+000A)".
 std::string describe_char(char32_t c);
 
-std::string read_file(const std::string& path);  // throws InputError naming the path
+// The file's bytes, in one buffer of its size. Throws InputError naming the path.
+std::string read_file(const std::string& path);
 
 class Vocabulary {
 public:
@@ -30,6 +36,7 @@ public:
     const std::vector<char32_t>& chars() const { return chars_; }
     bool contains(char32_t c) const { return ids_.count(c) != 0; }
     int32_t id(char32_t c) const;  // throws InputError naming the character
+    int32_t find(char32_t c) const;  // the id, or -1 if `c` is not in the vocabulary
     char32_t at(int32_t id) const { return chars_.at(id); }
 
     // `source` names the text in errors ("prompt", "corpus/val.txt").

@@ -33,7 +33,7 @@ Runner add_eval(CLI::App& app) {
         std::vector<int32_t> ids;
         std::string text_name = args->text;
         if (!args->text.empty()) {
-            ids = loaded.vocab.encode(read_text(args->text), args->text);
+            ids = read_ids(args->text, loaded.vocab);
         } else if (!data.val_path.empty() || !data.path.empty()) {
             Corpus corpus = load_corpus(data);  // the validation text as training split it
             ids = corpus.val;

@@ -52,6 +52,7 @@ Runner add_sample(CLI::App& app) {
         options.top_p = args->top_p;
         options.stop = decode_utf8(args->stop, "--stop");
         const std::u32string prompt = decode_utf8(args->prompt, "--prompt");
+        if (prompt.empty()) throw InputError("--prompt: empty, expected at least one character to continue");
         loaded.vocab.encode(prompt, "--prompt");  // unknown characters: an error before any output
         Rng rng(args->seed);
         for (int64_t i = 0; i < args->num_samples; ++i) {
