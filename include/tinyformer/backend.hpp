@@ -55,7 +55,9 @@ public:
                                      Tensor& d_bias) = 0;
 
     virtual void gelu_forward(const Tensor& x, Tensor& y) = 0;
-    virtual void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) = 0;
+    // y is the forward's output, from which a backend may recover tanh(...) instead of
+    // computing it again.
+    virtual void gelu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
 
     // Softmax over the last axis of x [..., Tq, Tk]. With `causal`, query i may read key j
     // only when j <= i + (Tk - Tq); masked weights are exactly 0.

@@ -361,20 +361,22 @@ public:
         run(k, {{DNNL_ARG_SRC, x.data<float>()}, {DNNL_ARG_DST, y.data<float>()}});
     }
 
-    void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
-        if (x.dtype() != DType::f32) return reference_->gelu_backward(x, dy, dx);
+    void gelu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override {
+        if (x.dtype() != DType::f32) return reference_->gelu_backward(x, y, dy, dx);
+        // The forward's tanh is in its output: y = 0.5 u (1 + t), so t = 2y/u - 1 (and 0 at
+        // u = 0). The derivative is then plain arithmetic, one vectorised pass — oneDNN's own
+        // GELU backward computes tanh again and took three times the forward's time.
+        const float *pu = x.data<float>(), *py = y.data<float>(), *pdy = dy.data<float>();
+        float* pdx = dx.data<float>();
+        const float k = 0.7978845608028654f;  // sqrt(2/pi)
         const int64_t n = x.numel();
-        if (n == 0) return;
-        Kernel& k = cached(key_of("gelu_backward", {n}), [&] {
-            const memory::desc data({n}, f32, memory::format_tag::a);
-            dnnl::eltwise_forward::primitive_desc hint(
-                {dnnl::prop_kind::forward_training, dnnl::algorithm::eltwise_gelu_tanh, data}, engine_);
-            dnnl::eltwise_backward::primitive_desc pd({dnnl::algorithm::eltwise_gelu_tanh, data, data}, engine_, hint);
-            return make_kernel(dnnl::eltwise_backward(pd),
-                               {{DNNL_ARG_SRC, data}, {DNNL_ARG_DIFF_DST, data}, {DNNL_ARG_DIFF_SRC, data}});
-        });
-        run(k, {{DNNL_ARG_SRC, x.data<float>()}, {DNNL_ARG_DIFF_DST, dy.data<float>()},
-                {DNNL_ARG_DIFF_SRC, dx.data<float>()}});
+#pragma omp parallel for simd schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < n; ++i) {
+            const float u = pu[i];
+            const float t = u != 0.0f ? 2.0f * py[i] / u - 1.0f : 0.0f;
+            const float dt = (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * u * u);
+            pdx[i] = pdy[i] * (0.5f * (1.0f + t) + 0.5f * u * dt);
+        }
     }
 
     // ---- softmax ----

@@ -252,7 +252,7 @@ public:
         });
     }
 
-    void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
+    void gelu_backward(const Tensor& x, const Tensor&, const Tensor& dy, Tensor& dx) override {
         with_real_type(x, [&](auto zero) {
             using T = decltype(zero);
             const T *px = x.data<T>(), *pdy = dy.data<T>();
