@@ -24,7 +24,7 @@ struct BenchOptions {
 
 struct GemmMeasurement {
     int64_t M = 0, N = 0, K = 0;
-    double gflops = 0;  // median
+    double gflops = 0;  // the best repetition: a peak is what the machine can do, not what it usually does
 };
 
 struct BenchResult {

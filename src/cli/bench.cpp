@@ -15,9 +15,13 @@ namespace tinyformer::cli {
 
 namespace {
 
-// The vocabulary size: --vocab, else the config's corpus, which must then be readable.
+// The vocabulary size: --vocab (-1 when not given), else the config's corpus, which must
+// then be readable.
 int64_t vocab_size_for(const RunConfig& config, int64_t vocab_option) {
-    if (vocab_option > 0) return vocab_option;
+    if (vocab_option != -1) {
+        if (vocab_option < 1) throw InputError("bench: --vocab " + std::to_string(vocab_option) + ", expected 1 or more");
+        return vocab_option;
+    }
     if (config.model.vocab_size > 0) return config.model.vocab_size;
     const DataConfig& data = config.data;
     const std::string& text = data.path.empty() ? data.train_path : data.path;
@@ -42,7 +46,7 @@ Runner add_bench(CLI::App& app) {
     struct Args {
         std::string config = "configs/lesson12.toml";
         std::vector<std::string> overrides;
-        int64_t vocab = 0;
+        int64_t vocab = -1;  // not given
         bool json = false;
         BenchOptions bench;
     };

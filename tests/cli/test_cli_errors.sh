@@ -42,4 +42,15 @@ val_loss=$(grep -o '"val_loss": [0-9.e-]*' "$scratch/run/summary.json" | awk '{p
 eval_loss=$(printf '%s' "$json" | grep -o '"loss": [0-9.e-]*' | awk '{print $2}')
 awk -v a="$val_loss" -v b="$eval_loss" 'BEGIN { exit !(a - b < 1e-9 && b - a < 1e-9) }' \
   && pass "summary val_loss equals eval's loss ($eval_loss)" || fail "summary val_loss $val_loss vs eval loss $eval_loss"
+
+# bench: its JSON, the buffers its timed steps take from the system (none), and bad input
+json=$("$tf" bench --config "$config" --json --repeats 2 --steps 2 --sample-chars 16 --threads 1) || fail "bench failed"
+for key in train_tokens_per_s sample_tokens_per_s flops_per_token gflops gemm_peak_gflops peak_rss_mb; do
+  expect_in "$json" "\"$key\"" "bench --json has $key"
+done
+expect_in "$json" '"timed_buffer_allocations":0' "bench: the timed steps take no tensor buffer from the system"
+expect_in "$json" '"flops_per_token":29088.0' "bench: FLOPs per token of the tiny model, 6(12LD^2+DV)+12LTD"
+expect_exit 2 "bench --vocab below 1" -- "$tf" bench --config "$config" --vocab -3
+expect_in "$err" "--vocab -3" "names the option"
+expect_exit 2 "bench --repeats 0" -- "$tf" bench --config "$config" --repeats 0
 finish
