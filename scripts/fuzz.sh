@@ -22,6 +22,7 @@ export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrac
 fuzz() {  # fuzz TARGET: one libFuzzer run (single-threaded), its log in build-fuzz/fuzz_TARGET.log
   local target=$1 work
   work=$(mktemp -d)
+  mkdir -p "fuzz/regressions/$target"  # git keeps no empty directory: a target with no regression yet has none
   "$dir/fuzz_$target" "$work" "fuzz/corpus/$target" "fuzz/regressions/$target" \
     -dict="fuzz/$target.dict" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
     -artifact_prefix="$dir/artifacts/$target-" -print_final_stats=1 >"$dir/fuzz_$target.log" 2>&1
