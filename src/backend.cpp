@@ -10,5 +10,9 @@ static std::unique_ptr<Backend>& current_backend() {
 
 Backend& backend() { return *current_backend(); }
 void set_backend(std::unique_ptr<Backend> next) { current_backend() = std::move(next); }
+std::unique_ptr<Backend> swap_backend(std::unique_ptr<Backend> next) {
+    std::swap(current_backend(), next);
+    return next;
+}
 
 }  // namespace tinyformer

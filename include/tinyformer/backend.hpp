@@ -79,6 +79,8 @@ public:
 // The backend every op uses. Starts as the reference backend.
 Backend& backend();
 void set_backend(std::unique_ptr<Backend> backend);
+// Makes `next` the backend and hands back the one it replaces (a wrapper uses this).
+std::unique_ptr<Backend> swap_backend(std::unique_ptr<Backend> next);
 std::unique_ptr<Backend> make_reference_backend();
 // oneDNN (CPU) kernels for float32, plus OpenMP loops for the cheap ops; float64 calls go
 // to the reference backend unchanged (gradient checks stay exact). See src/backends/onednn.cpp.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tinyformer/model.hpp"
+#include "tinyformer/profiling.hpp"
 
 namespace tinyformer {
 
@@ -20,6 +21,7 @@ struct BenchOptions {
     int64_t sample_chars = 256;   // characters generated per sampling repetition
     int sample_threads = 1;       // sampling is one stream of one character at a time
     uint64_t seed = 1337;
+    bool profile = false;         // after the timed steps, time every kernel of steps_per_repeat more
 };
 
 struct GemmMeasurement {
@@ -35,6 +37,9 @@ struct BenchResult {
     double peak_rss_mb = 0;                   // of this process, at the end
     double tensor_peak_mb = 0;                // tensor buffers held at once, at most (training)
     uint64_t timed_buffer_allocations = 0;    // tensor buffers the timed training steps got from the system
+    Profile profile;                          // with BenchOptions::profile: per kernel, over profile_steps
+    int64_t profile_steps = 0;
+    double profile_seconds = 0;               // wall time of the profiled steps (timing adds a little)
 
     double train_median() const;
     double sample_median() const;

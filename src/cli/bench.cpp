@@ -40,6 +40,33 @@ std::string thousands(double value) {  // 123456.7 → "123,457"
     return out;
 }
 
+// Per step: each kernel's calls and milliseconds, slowest first, then what lies outside the
+// kernels (building the graph, allocating, autograd's own walk).
+void print_profile(const BenchResult& result) {
+    const double steps = static_cast<double>(result.profile_steps), step_ms = 1e3 * result.profile_seconds / steps;
+    std::vector<Profile::Entry> entries = result.profile.entries;
+    std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+    std::printf("\n  where a training step's %.2f ms go (%lld profiled steps, per step):\n", step_ms,
+                (long long)result.profile_steps);
+    std::printf("    %8s %6s %6s  %s\n", "ms", "share", "calls", "kernel");
+    for (const Profile::Entry& e : entries)
+        std::printf("    %8.3f %5.1f%% %6.0f  %s\n", 1e3 * e.seconds / steps, 100.0 * 1e3 * e.seconds / steps / step_ms,
+                    static_cast<double>(e.calls) / steps, e.kernel.c_str());
+    const double outside_ms = step_ms - 1e3 * result.profile.kernel_seconds() / steps;
+    std::printf("    %8.3f %5.1f%%         outside the kernels (graph building, buffers, autograd's walk)\n",
+                outside_ms, 100.0 * outside_ms / step_ms);
+}
+
+nlohmann::json profile_json(const BenchResult& result) {
+    const double steps = static_cast<double>(result.profile_steps);
+    nlohmann::json kernels = nlohmann::json::array();
+    for (const Profile::Entry& e : result.profile.entries)
+        kernels.push_back({{"kernel", e.kernel}, {"calls_per_step", e.calls / steps}, {"ms_per_step", 1e3 * e.seconds / steps}});
+    return {{"steps", result.profile_steps}, {"step_ms", 1e3 * result.profile_seconds / steps},
+            {"outside_kernels_ms", 1e3 * (result.profile_seconds - result.profile.kernel_seconds()) / steps},
+            {"kernels", kernels}};
+}
+
 }  // namespace
 
 Runner add_bench(CLI::App& app) {
@@ -61,6 +88,8 @@ Runner add_bench(CLI::App& app) {
     cmd->add_option("--sample-chars", args->bench.sample_chars, "characters per sampling repetition (default 256)");
     cmd->add_option("--sample-threads", args->bench.sample_threads, "threads while sampling (default 1)");
     cmd->add_flag("--json", args->json, "print one JSON object");
+    cmd->add_flag("--profile", args->bench.profile,
+                  "after the timed steps, time every kernel of --steps more steps and print where a step's time goes");
     add_engine_options(cmd, *engine);
     cmd->footer(
         "Training steps are the trainer's own (forward, backward, clipping, AdamW) on random ids, after\n"
@@ -94,6 +123,7 @@ Runner add_bench(CLI::App& app) {
                 {"gflops", result.gflops()}, {"gemm_peak_gflops", peak.gflops}, {"gemm", gemm},
                 {"peak_fraction", result.gflops() / peak.gflops}, {"peak_rss_mb", result.peak_rss_mb},
                 {"tensor_peak_mb", result.tensor_peak_mb}, {"timed_buffer_allocations", result.timed_buffer_allocations}};
+            if (options.profile) out["profile"] = profile_json(result);
             std::printf("%s\n", out.dump().c_str());
             return kExitOk;
         }
@@ -114,6 +144,7 @@ Runner add_bench(CLI::App& app) {
                     (long long)peak.N, (long long)peak.K);
         std::printf("  memory   %.0f MB peak resident; tensors %.1f MB at most; %llu buffers from the system in the timed steps\n",
                     result.peak_rss_mb, result.tensor_peak_mb, (unsigned long long)result.timed_buffer_allocations);
+        if (options.profile) print_profile(result);
         return kExitOk;
     };
 }

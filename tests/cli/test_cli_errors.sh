@@ -50,6 +50,9 @@ for key in train_tokens_per_s sample_tokens_per_s flops_per_token gflops gemm_pe
 done
 expect_in "$json" '"timed_buffer_allocations":0' "bench: the timed steps take no tensor buffer from the system"
 expect_in "$json" '"flops_per_token":29088.0' "bench: FLOPs per token of the tiny model, 6(12LD^2+DV)+12LTD"
+json=$("$tf" bench --config "$config" --json --repeats 1 --steps 2 --sample-chars 4 --threads 1 --profile) || fail "bench --profile failed"
+expect_in "$json" '"outside_kernels_ms"' "bench --profile --json has the time outside the kernels"
+expect_in "$json" '"kernel":"optimizer: AdamW"' "bench --profile times AdamW"
 expect_exit 2 "bench --vocab below 1" -- "$tf" bench --config "$config" --vocab -3
 expect_in "$err" "--vocab -3" "names the option"
 expect_exit 2 "bench --repeats 0" -- "$tf" bench --config "$config" --repeats 0
