@@ -49,6 +49,13 @@ void accumulate_grad(const Tensor& input, const Tensor& grad) {
     }
 }
 
+Tensor grad_to_add_into(const Tensor& input) {
+    if (!input.requires_grad()) return Tensor();
+    const TensorImpl& impl = *input.impl_;
+    if (!impl.grad.defined() || !impl.grad_is_owned || impl.grad.dtype() != input.dtype()) return Tensor();
+    return impl.grad;
+}
+
 // Reverse topological order by an iterative depth-first search (no recursion limit on
 // deep graphs): a node comes after every node that consumes its output.
 static std::vector<Tensor> topological_order(const Tensor& root) {

@@ -17,13 +17,21 @@ double learning_rate(const OptimConfig& optim, int64_t step, int64_t total_steps
 // that it is the same to the bit whatever the thread count: OpenMP's own reduction adds
 // the threads' partial sums in whatever order they finish.
 static double sum_of_squares(const float* g, int64_t n) {
-    constexpr int64_t kChunks = 64;
+    constexpr int64_t kChunks = 64, kLanes = 8;
     double chunk_sums[kChunks] = {};
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
     for (int64_t c = 0; c < kChunks; ++c) {
         const int64_t begin = n * c / kChunks, end = n * (c + 1) / kChunks;
+        // Eight running sums, element i going to lane i % 8: independent adds the compiler
+        // can put in one vector (a single running sum is a chain of dependent adds), in an
+        // order fixed by the data alone, so the result is the same for any thread count.
+        double lanes[kLanes] = {};
+        int64_t i = begin;
+        for (; i + kLanes <= end; i += kLanes)
+            for (int64_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(g[i + l]) * g[i + l];
+        for (; i < end; ++i) lanes[0] += static_cast<double>(g[i]) * g[i];
         double sum = 0;
-        for (int64_t i = begin; i < end; ++i) sum += static_cast<double>(g[i]) * g[i];
+        for (double lane : lanes) sum += lane;
         chunk_sums[c] = sum;
     }
     double total = 0;

@@ -47,4 +47,9 @@ Tensor record(Tensor result, const char* op, std::vector<Tensor> inputs, Backwar
 // is adopted without a copy; later ones are summed. Does nothing if input needs no grad.
 void accumulate_grad(const Tensor& input, const Tensor& grad);
 
+// The buffer an op may add input's gradient straight into (a kernel's "+=" form), saving a
+// temporary and a pass: input.grad() when it is input's own (a parameter's slice of the
+// gradient arena, zeroed each step); otherwise empty, and the op uses accumulate_grad().
+Tensor grad_to_add_into(const Tensor& input);
+
 }  // namespace tinyformer

@@ -99,6 +99,7 @@ public:
 
 private:
     friend void accumulate_grad(const Tensor& input, const Tensor& grad);
+    friend Tensor grad_to_add_into(const Tensor& input);
     std::shared_ptr<TensorImpl> impl_;
     explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 };

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "tinyformer/backend.hpp"
+#include "fast_exp.hpp"
 
 namespace tinyformer {
 
@@ -189,19 +190,26 @@ public:
         const Broadcast target = broadcast_of(out.shape(), in.shape());
         if (!target.suffix) return sum_to_any(in, out, target);
         // out is the trailing axes of in: in is [rows, inner] and out[j] = sum over rows.
-        // Threads take disjoint blocks of columns (16 floats: one cache line of out each) and
-        // add their rows in order, so the sums are one thread's (and the reference's) to the bit.
+        // Each thread takes one contiguous band of columns (whole cache lines of out) and adds
+        // every row's band into it, in row order: vectorised along the row, and each sum is
+        // the same to the bit for any thread count (and as the reference's).
         const float* pi = in.data<float>();
         float* po = out.data<float>();
         const int64_t inner = out.numel(), rows = in.numel() / std::max<int64_t>(inner, 1);
-        constexpr int64_t block = 16;
-        const int64_t blocks = (inner + block - 1) / block;
-#pragma omp parallel for schedule(static) if (in.numel() > kParallelWork && blocks > 1)
-        for (int64_t k = 0; k < blocks; ++k) {
-            const int64_t begin = k * block, end = std::min(inner, begin + block);
-            std::fill(po + begin, po + end, 0.0f);
-            for (int64_t r = 0; r < rows; ++r)
-                for (int64_t j = begin; j < end; ++j) po[j] += pi[r * inner + j];
+        constexpr int64_t line = 16;  // floats per cache line
+        const int64_t lines = (inner + line - 1) / line;
+#pragma omp parallel if (in.numel() > kParallelWork && lines > 1)
+        {
+            const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
+            const int64_t begin = std::min(inner, lines * thread / threads * line);
+            const int64_t end = std::min(inner, lines * (thread + 1) / threads * line);
+            float* band = po + begin;
+            std::fill(band, po + end, 0.0f);
+            for (int64_t r = 0; r < rows; ++r) {
+                const float* row = pi + r * inner + begin;
+#pragma omp simd
+                for (int64_t j = 0; j < end - begin; ++j) band[j] += row[j];
+            }
         }
     }
 
@@ -350,15 +358,18 @@ public:
 
     void gelu_forward(const Tensor& x, Tensor& y) override {
         if (x.dtype() != DType::f32) return reference_->gelu_forward(x, y);
+        // 0.5 u (1 + tanh z) = u · sigmoid(2z) = u / (1 + exp(-2z)), z = sqrt(2/pi) (u + 0.044715 u³):
+        // one exp and no cancellation for negative u. (oneDNN's eltwise GELU took twice as long.)
+        const float* pu = x.data<float>();
+        float* py = y.data<float>();
+        const float k = 0.7978845608028654f;  // sqrt(2/pi)
         const int64_t n = x.numel();
-        if (n == 0) return;
-        Kernel& k = cached(key_of("gelu_forward", {n}), [&] {
-            const memory::desc data({n}, f32, memory::format_tag::a);
-            dnnl::eltwise_forward::primitive_desc pd(
-                {dnnl::prop_kind::forward_training, dnnl::algorithm::eltwise_gelu_tanh, data}, engine_);
-            return make_kernel(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data}});
-        });
-        run(k, {{DNNL_ARG_SRC, x.data<float>()}, {DNNL_ARG_DST, y.data<float>()}});
+#pragma omp parallel for simd schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < n; ++i) {
+            const float u = pu[i];
+            const float z = k * (u + 0.044715f * u * u * u);
+            py[i] = u / (1.0f + detail::fast_exp(-2.0f * z));
+        }
     }
 
     void gelu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override {
@@ -384,23 +395,30 @@ public:
     void softmax_forward(const Tensor& x, bool causal, Tensor& y) override {
         if (x.dtype() != DType::f32) return reference_->softmax_forward(x, causal, y);
         const int64_t Tk = x.dim(-1), Tq = x.rank() >= 2 ? x.dim(-2) : 1, rows = x.numel() / Tk;
-        if (rows == 0) return;
         const float* px = x.data<float>();
         float* py = y.data<float>();
-        const float* source = px;
-        if (causal) {
-            // oneDNN's softmax has no mask, so y first gets x with -inf at the keys a query may
-            // not read, and the softmax then runs in place on y: exp(-inf) is exactly 0.
-            constexpr float hidden = -std::numeric_limits<float>::infinity();
+        // Row by row: y = exp(x - max) / sum over the keys the query may read, and exactly 0
+        // beyond them (causal). One pass each for max, exp and scale, vectorised; the masked
+        // tail is never exponentiated. (oneDNN's softmax has no mask: it needed a masked copy first.)
 #pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
-            for (int64_t r = 0; r < rows; ++r) {
-                const int64_t visible = std::min(Tk, r % Tq + (Tk - Tq) + 1);
-                std::copy_n(px + r * Tk, visible, py + r * Tk);
-                std::fill(py + r * Tk + visible, py + (r + 1) * Tk, hidden);
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t visible = causal ? std::min(Tk, r % Tq + (Tk - Tq) + 1) : Tk;
+            const float* in = px + r * Tk;
+            float* out = py + r * Tk;
+            float max = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : max)
+            for (int64_t j = 0; j < visible; ++j) max = std::max(max, in[j]);
+            float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+            for (int64_t j = 0; j < visible; ++j) {
+                out[j] = detail::fast_exp(in[j] - max);
+                sum += out[j];
             }
-            source = py;
+            const float inv_sum = 1.0f / sum;
+#pragma omp simd
+            for (int64_t j = 0; j < visible; ++j) out[j] *= inv_sum;
+            std::fill(out + visible, out + Tk, 0.0f);
         }
-        run(softmax_kernel(rows, Tk, /*backward=*/false), {{DNNL_ARG_SRC, source}, {DNNL_ARG_DST, py}});
     }
 
     void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {

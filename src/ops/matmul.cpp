@@ -59,8 +59,11 @@ static void matmul_backward(const Tensor& a, const Tensor& b, const GemmSpec& sp
         accumulate_grad(a, da);
     }
     if (b.requires_grad()) {
-        Tensor db = empty_like(b, b.shape());
+        // A weight's gradient is added straight into its slot of the gradient arena.
+        Tensor own_grad = grad_to_add_into(b);
+        Tensor db = own_grad.defined() ? own_grad : empty_like(b, b.shape());
         GemmSpec s = spec;
+        s.accumulate = own_grad.defined();
         if (!spec.trans_b) {  // dB [K,N] = op(A)^T @ dC
             s.M = spec.K, s.N = spec.N, s.K = spec.M;
             s.trans_a = !spec.trans_a, s.trans_b = false;
@@ -72,7 +75,7 @@ static void matmul_backward(const Tensor& a, const Tensor& b, const GemmSpec& sp
             s.stride_a = spec.stride_c, s.stride_b = spec.stride_a, s.stride_c = spec.stride_b;
             backend().gemm(dc, a, db, s);
         }
-        accumulate_grad(b, db);
+        if (!own_grad.defined()) accumulate_grad(b, db);
     }
 }
 
