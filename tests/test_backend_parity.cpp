@@ -237,3 +237,17 @@ TEST_CASE("the oneDNN backend repeats its results to the bit", "[parity]") {
         for (size_t i = 0; i < first.size(); ++i) REQUIRE(first[i].to_vector() == second[i].to_vector());
     }
 }
+
+#include "../src/backends/fast_exp.hpp"
+
+TEST_CASE("the backend's vectorised exp is within 2 ulp of libm's over float's range", "[parity][exp]") {
+    double worst = 0;
+    for (float x = -87.0f; x <= 88.0f; x += 0.0137f) {
+        const double exact = std::exp(static_cast<double>(x));
+        worst = std::max(worst, std::fabs(tinyformer::detail::fast_exp(x) - exact) / exact);
+    }
+    CHECK(worst < 2.5e-7);
+    CHECK(tinyformer::detail::fast_exp(0.0f) == 1.0f);
+    CHECK(tinyformer::detail::fast_exp(-1000.0f) < 1e-37f);  // clamped, not 0, never NaN
+    CHECK(std::isfinite(tinyformer::detail::fast_exp(1000.0f)));
+}
