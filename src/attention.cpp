@@ -19,6 +19,7 @@ MultiHeadAttention::MultiHeadAttention(const Parameters& params, const std::stri
       k_proj(params.get(prefix + "k_proj.weight")),
       v_proj(params.get(prefix + "v_proj.weight")),
       out_proj(params.get(prefix + "out_proj.weight")),
+      qkv_proj(params.joined({prefix + "q_proj.weight", prefix + "k_proj.weight", prefix + "v_proj.weight"})),
       n_heads_(n_heads) {
     const int64_t D = q_proj.dim(0);
     if (n_heads < 1 || D % n_heads != 0)
@@ -74,12 +75,19 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
         throw ShapeError("attention: key " + shape_str(key.shape()) + " and value " + shape_str(value.shape()) +
                          " must have the same shape");
 
-    Tensor q = split_heads(linear(query, q_proj), n_heads_);  // [B,H,Tq,d]
-    Tensor k = split_heads(linear(key, k_proj), n_heads_);    // [B,H,Tk,d]
-    Tensor v = split_heads(linear(value, v_proj), n_heads_);  // [B,H,Tk,d]
-    if (options.rope) {
-        q = rope(q, options.rope_start);
-        k = rope(k, options.rope_start);
+    Tensor q, k, v;  // [B,H,Tq,d], [B,H,Tk,d], [B,H,Tk,d]
+    if (query.same_as(key) && key.same_as(value)) {
+        // Self-attention: one product for q, k and v, one pass into heads (and rope).
+        Tensor qkv = split_qkv_heads(linear(query, qkv_proj), n_heads_, options.rope, options.rope_start);  // [3,B,H,T,d]
+        q = select(qkv, 0), k = select(qkv, 1), v = select(qkv, 2);  // views, no copies
+    } else {
+        q = split_heads(linear(query, q_proj), n_heads_);
+        k = split_heads(linear(key, k_proj), n_heads_);
+        v = split_heads(linear(value, v_proj), n_heads_);
+        if (options.rope) {
+            q = rope(q, options.rope_start);
+            k = rope(k, options.rope_start);
+        }
     }
     Tensor scores = matmul(q, k, false, true, 1.0 / std::sqrt(static_cast<double>(d)));        // [B,H,Tq,Tk]
     Tensor weights = softmax(scores, options.causal);                                          // [B,H,Tq,Tk]

@@ -49,6 +49,24 @@ void accumulate_grad(const Tensor& input, const Tensor& grad) {
     }
 }
 
+void accumulate_grad_part(const Tensor& input, int64_t offset, const Tensor& part) {
+    if (!input.requires_grad()) return;
+    if (offset < 0 || offset + part.numel() > input.numel())
+        throw std::logic_error("gradient part of " + std::to_string(part.numel()) + " elements at " +
+                               std::to_string(offset) + " outside an input of shape " + shape_str(input.shape()));
+    TensorImpl& impl = *input.impl_;
+    if (!impl.grad.defined() || !impl.grad_is_owned || impl.grad.dtype() != input.dtype()) {
+        Tensor own = Tensor::zeros(input.shape(), input.dtype());
+        if (impl.grad.defined()) own.copy_from(impl.grad);  // an adopted gradient is kept
+        impl.grad = own;
+        impl.grad_is_owned = true;
+    }
+    const size_t element = dtype_size(input.dtype());
+    Tensor block = Tensor::view_of(impl.grad.storage(), impl.grad.offset_bytes() + offset * element, part.shape(),
+                                   input.dtype());
+    backend().add_inplace(block, part.dtype() == input.dtype() ? part : part.to(input.dtype()));
+}
+
 Tensor grad_to_add_into(const Tensor& input) {
     if (!input.requires_grad()) return Tensor();
     const TensorImpl& impl = *input.impl_;

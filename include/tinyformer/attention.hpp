@@ -51,6 +51,9 @@ public:
 
     int64_t n_heads() const { return n_heads_; }
     Tensor q_proj, k_proj, v_proj, out_proj;  // each [D,D] = [out,in], no bias
+    // q_proj, k_proj, v_proj stacked [3D,D] (a view of the same weights): self-attention
+    // projects all three in one matrix product.
+    Tensor qkv_proj;
 
 private:
     int64_t n_heads_;

@@ -47,6 +47,10 @@ Tensor record(Tensor result, const char* op, std::vector<Tensor> inputs, Backwar
 // is adopted without a copy; later ones are summed. Does nothing if input needs no grad.
 void accumulate_grad(const Tensor& input, const Tensor& grad);
 
+// Adds `part` into input.grad() at element `offset` (part is a contiguous block of input,
+// as select() makes): the gradient is made input's own, zero where nothing arrived yet.
+void accumulate_grad_part(const Tensor& input, int64_t offset, const Tensor& part);
+
 // The buffer an op may add input's gradient straight into (a kernel's "+=" form), saving a
 // temporary and a pass: input.grad() when it is input's own (a parameter's slice of the
 // gradient arena, zeroed each step); otherwise empty, and the op uses accumulate_grad().

@@ -68,6 +68,14 @@ public:
     // (start + t) * 10000^(-2j/d); `inverse` rotates by the negative angle (the backward).
     virtual void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) = 0;
 
+    // Self-attention's fused projection qkv [B,T,3D] (each position's q, k and v side by
+    // side) → heads [3,B,H,T,d]: q, k and v each cut into H heads of width d, with q and k
+    // rotated (rope, positions start + t) when `rope`. One pass: the heads' layout change and
+    // the rotation together. heads_to_qkv is its backward: d_heads [3,B,H,T,d] → d_qkv
+    // [B,T,3D], q's and k's gradients rotated back.
+    virtual void qkv_to_heads(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, Tensor& heads) = 0;
+    virtual void heads_to_qkv(const Tensor& d_heads, bool rope, int64_t start, Tensor& d_qkv) = 0;
+
     // logits [N,V], targets [N] → the mean cross-entropy (a one-element tensor) and the
     // softmax probabilities [N,V], kept for the backward: d_logits = (probs - onehot) * g / N.
     virtual void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss,

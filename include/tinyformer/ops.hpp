@@ -26,11 +26,18 @@ Tensor mul(const Tensor& a, const Tensor& b);  // NumPy broadcasting
 Tensor scale(const Tensor& x, double factor);
 Tensor reshape(const Tensor& x, const Shape& shape);  // a view: shares x's data
 Tensor transpose(const Tensor& x, int dim0, int dim1);
+// x[index] along the first axis: a view of x's data (no copy), [x.dim(1), ...].
+Tensor select(const Tensor& x, int64_t index);
 
 // [B,T,D] → [B,H,T,d]: head h owns features h*d .. h*d+d-1.
 Tensor split_heads(const Tensor& x, int64_t n_heads);
 // [B,H,T,d] → [B,T,D]: the heads' outputs concatenated along the features.
 Tensor merge_heads(const Tensor& x);
+
+// Self-attention's q, k and v from one fused projection: qkv [B,T,3D] (q, k, v side by
+// side) → [3,B,H,T,d], q and k rotated (rope, positions start..) when `rope`; select(…, 0/1/2)
+// then gives q, k and v as views. One pass in, one pass back for the gradient.
+Tensor split_qkv_heads(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start = 0);
 
 // table [V,D], ids (i32, any shape S) → [S..., D]
 Tensor embedding(const Tensor& table, const Tensor& ids);

@@ -23,6 +23,11 @@ public:
 
     const Tensor& get(const std::string& name) const;  // throws naming the missing parameter
     bool contains(const std::string& name) const;
+    // Parameters that lie one after another in the arena, with equal trailing shapes, as one
+    // tensor stacked along the first axis — a view, no copy: its values are theirs, and its
+    // gradient is their slots of the gradient arena (attention's q, k, v projections as one
+    // [3D,D] matrix). Throws if they are not adjacent, in this order.
+    Tensor joined(const std::vector<std::string>& names) const;
     const std::vector<std::pair<std::string, Tensor>>& named() const { return named_; }
     int64_t count() const { return count_; }  // total elements
     DType dtype() const { return dtype_; }

@@ -100,6 +100,7 @@ public:
 private:
     friend void accumulate_grad(const Tensor& input, const Tensor& grad);
     friend Tensor grad_to_add_into(const Tensor& input);
+    friend void accumulate_grad_part(const Tensor& input, int64_t offset, const Tensor& part);
     std::shared_ptr<TensorImpl> impl_;
     explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 };

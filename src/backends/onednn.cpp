@@ -454,6 +454,52 @@ public:
         }
     }
 
+    // ---- self-attention's heads ----
+
+    void qkv_to_heads(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, Tensor& heads) override {
+        if (qkv.dtype() != DType::f32) return reference_->qkv_to_heads(qkv, n_heads, rope, start, heads);
+        move_qkv(const_cast<float*>(qkv.data<float>()), heads.data<float>(), qkv.dim(0), qkv.dim(1), qkv.dim(2) / 3,
+                 n_heads, rope, start, /*to_heads=*/true);
+    }
+
+    void heads_to_qkv(const Tensor& d_heads, bool rope, int64_t start, Tensor& d_qkv) override {
+        if (d_heads.dtype() != DType::f32) return reference_->heads_to_qkv(d_heads, rope, start, d_qkv);
+        move_qkv(d_qkv.data<float>(), const_cast<float*>(d_heads.data<float>()), d_qkv.dim(0), d_qkv.dim(1),
+                 d_qkv.dim(2) / 3, d_heads.dim(2), rope, start, /*to_heads=*/false);
+    }
+
+    // Each (part, b, h) block of T rows of d numbers moves between qkv [B,T,3D] (rows 3D
+    // apart) and heads [3,B,H,T,d] (contiguous), q's and k's pairs rotated by +theta on the
+    // way to the heads, -theta on the way back. Threads take whole blocks.
+    void move_qkv(float* qkv, float* heads, int64_t B, int64_t T, int64_t D, int64_t H, bool rope, int64_t start,
+                  bool to_heads) {
+        const int64_t d = D / H, half = d / 2, blocks = 3 * B * H;
+        const RopeTable& table = rope_table(start, T, d);  // [T, d/2] cos and sin
+        const float sign = to_heads ? 1.0f : -1.0f;
+#pragma omp parallel for schedule(static) if (blocks * T * d > kParallelWork)
+        for (int64_t block = 0; block < blocks; ++block) {
+            const int64_t part = block / (B * H), b = block / H % B, h = block % H;
+            for (int64_t t = 0; t < T; ++t) {
+                float* row_qkv = qkv + (b * T + t) * 3 * D + part * D + h * d;
+                float* row_heads = heads + (block * T + t) * d;
+                const float* from = to_heads ? row_qkv : row_heads;
+                float* to = to_heads ? row_heads : row_qkv;
+                if (!rope || part == 2) {
+                    std::copy_n(from, d, to);
+                    continue;
+                }
+                const float* cos_row = table.cos.data() + t * half;
+                const float* sin_row = table.sin.data() + t * half;
+                for (int64_t j = 0; j < half; ++j) {
+                    const float c = cos_row[j], s = sign * sin_row[j];
+                    const float u0 = from[2 * j], u1 = from[2 * j + 1];
+                    to[2 * j] = u0 * c - u1 * s;
+                    to[2 * j + 1] = u0 * s + u1 * c;
+                }
+            }
+        }
+    }
+
     // ---- cross-entropy ----
 
     void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& probs) override {

@@ -92,6 +92,14 @@ public:
         timed(std::string(inverse ? "rope_backward " : "rope_forward ") + dims(x.shape()),
               [&] { inner_->rope(x, start, inverse, out); });
     }
+    void qkv_to_heads(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, Tensor& heads) override {
+        timed("qkv_to_heads " + dims(qkv.shape()) + (rope ? " rope" : ""),
+              [&] { inner_->qkv_to_heads(qkv, n_heads, rope, start, heads); });
+    }
+    void heads_to_qkv(const Tensor& d_heads, bool rope, int64_t start, Tensor& d_qkv) override {
+        timed("heads_to_qkv " + dims(d_qkv.shape()) + (rope ? " rope" : ""),
+              [&] { inner_->heads_to_qkv(d_heads, rope, start, d_qkv); });
+    }
     void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& probs) override {
         timed("cross_entropy_forward " + dims(logits.shape()),
               [&] { inner_->cross_entropy_forward(logits, targets, loss, probs); });

@@ -302,6 +302,44 @@ public:
         });
     }
 
+    void qkv_to_heads(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, Tensor& heads) override {
+        move_qkv(qkv, heads, n_heads, rope, start, /*to_heads=*/true);
+    }
+    void heads_to_qkv(const Tensor& d_heads, bool rope, int64_t start, Tensor& d_qkv) override {
+        move_qkv(d_qkv, d_heads, d_heads.dim(2), rope, start, /*to_heads=*/false);
+    }
+
+    // Moves each (part, b, h, t) row of d numbers between qkv [B,T,3D] and heads
+    // [3,B,H,T,d], rotating q's and k's pairs by +theta on the way to the heads and by -theta
+    // on the way back (a rotation's gradient is the inverse rotation).
+    static void move_qkv(const Tensor& qkv, const Tensor& heads, int64_t H, bool rope, int64_t start, bool to_heads) {
+        const int64_t B = qkv.dim(0), T_len = qkv.dim(1), D = qkv.dim(2) / 3, d = D / H;
+        with_real_type(qkv, [&](auto zero) {
+            using T = decltype(zero);
+            T* pq = const_cast<T*>(qkv.data<T>());
+            T* ph = const_cast<T*>(heads.data<T>());
+            for (int64_t part = 0; part < 3; ++part)
+                for (int64_t b = 0; b < B; ++b)
+                    for (int64_t h = 0; h < H; ++h)
+                        for (int64_t t = 0; t < T_len; ++t) {
+                            T* row_qkv = pq + (b * T_len + t) * 3 * D + part * D + h * d;
+                            T* row_heads = ph + (((part * B + b) * H + h) * T_len + t) * d;
+                            const T* from = to_heads ? row_qkv : row_heads;
+                            T* to = to_heads ? row_heads : row_qkv;
+                            for (int64_t j = 0; j < d / 2; ++j) {
+                                double c = 1, s = 0;
+                                if (rope && part < 2) {
+                                    const double theta = static_cast<double>(start + t) * std::pow(10000.0, -2.0 * j / d);
+                                    c = std::cos(theta), s = to_heads ? std::sin(theta) : -std::sin(theta);
+                                }
+                                const T u0 = from[2 * j], u1 = from[2 * j + 1];
+                                to[2 * j] = u0 * static_cast<T>(c) - u1 * static_cast<T>(s);
+                                to[2 * j + 1] = u0 * static_cast<T>(s) + u1 * static_cast<T>(c);
+                            }
+                        }
+        });
+    }
+
     void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) override {
         const int64_t d = x.dim(-1), T_len = x.dim(-2), rows = x.numel() / d;
         // The angles in double, then rounded to T — as the PyTorch reference does.

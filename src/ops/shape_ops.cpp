@@ -1,4 +1,4 @@
-// Ops that move elements without computing: reshape (a view), transpose (a copy), and
+// Ops that move elements without computing: reshape and select (views), transpose (a copy), and
 // the two the lesson is about, split_heads and merge_heads, built from them.
 #include "op_util.hpp"
 
@@ -29,6 +29,17 @@ Tensor transpose(const Tensor& x, int dim0, int dim1) {
         Tensor dx = empty_like(d_out, x.shape());  // swapping the same axes again undoes it
         backend().transpose(d_out, a0, a1, dx);
         accumulate_grad(x, dx);
+    });
+}
+
+Tensor select(const Tensor& x, int64_t index) {
+    if (x.rank() < 1 || index < 0 || index >= x.dim(0))
+        shape_error("select", "index " + std::to_string(index) + " of shape " + shape_str(x.shape()));
+    const Shape shape(x.shape().begin() + 1, x.shape().end());
+    const int64_t offset = index * numel_of(shape);  // elements before x[index]
+    Tensor out = Tensor::view_of(x.storage(), x.offset_bytes() + offset * dtype_size(x.dtype()), shape, x.dtype());
+    return record(out, "select", {x}, [x, offset](const Tensor& d_out, const Tensor&) {
+        accumulate_grad_part(x, offset, d_out);
     });
 }
 
