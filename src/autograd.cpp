@@ -55,16 +55,31 @@ void accumulate_grad_part(const Tensor& input, int64_t offset, const Tensor& par
         throw std::logic_error("gradient part of " + std::to_string(part.numel()) + " elements at " +
                                std::to_string(offset) + " outside an input of shape " + shape_str(input.shape()));
     TensorImpl& impl = *input.impl_;
-    if (!impl.grad.defined() || !impl.grad_is_owned || impl.grad.dtype() != input.dtype()) {
-        Tensor own = Tensor::zeros(input.shape(), input.dtype());
-        if (impl.grad.defined()) own.copy_from(impl.grad);  // an adopted gradient is kept
+    const size_t element = dtype_size(input.dtype());
+    auto block_of = [&](const Tensor& whole, int64_t at, const Shape& shape) {
+        return Tensor::view_of(whole.storage(), whole.offset_bytes() + at * element, shape, input.dtype());
+    };
+    const Tensor value = part.dtype() == input.dtype() ? part : part.to(input.dtype());
+    if (!impl.grad.defined()) {
+        // The first part to arrive is copied in and the rest of the buffer zeroed: each
+        // element is written once, where zeroing all and then adding would touch it twice.
+        Tensor own = Tensor::empty(input.shape(), input.dtype());
+        if (offset > 0) block_of(own, 0, {offset}).fill(0.0);
+        const int64_t after = offset + part.numel();
+        if (after < input.numel()) block_of(own, after, {input.numel() - after}).fill(0.0);
+        block_of(own, offset, part.shape()).copy_from(value);
+        impl.grad = own;
+        impl.grad_is_owned = true;
+        return;
+    }
+    if (!impl.grad_is_owned || impl.grad.dtype() != input.dtype()) {  // an adopted gradient: copy it to our own
+        Tensor own = Tensor::empty(input.shape(), input.dtype());
+        own.copy_from(impl.grad);
         impl.grad = own;
         impl.grad_is_owned = true;
     }
-    const size_t element = dtype_size(input.dtype());
-    Tensor block = Tensor::view_of(impl.grad.storage(), impl.grad.offset_bytes() + offset * element, part.shape(),
-                                   input.dtype());
-    backend().add_inplace(block, part.dtype() == input.dtype() ? part : part.to(input.dtype()));
+    Tensor block = block_of(impl.grad, offset, part.shape());
+    backend().add_inplace(block, value);
 }
 
 Tensor grad_to_add_into(const Tensor& input) {

@@ -31,6 +31,12 @@ public:
     virtual std::string name() const = 0;
 
     virtual void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmSpec& spec) = 0;
+    // c = op(a) @ op(b) + bias [N] on every row (nn.Linear). By default a product, then a
+    // pass adding the bias; a backend may add it inside the product instead.
+    virtual void gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmSpec& spec) {
+        gemm(a, b, c, spec);
+        add(c, bias, c);
+    }
 
     // Elementwise, with NumPy broadcasting of a and b to out's shape.
     virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;

@@ -173,6 +173,17 @@ public:
         matmul(pa, pb, pc, s);
     }
 
+    void gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmSpec& s) override {
+        // The nn.Linear shape (a weight shared by the batch, flattened to one product) takes
+        // the bias inside the product; anything else adds it in a pass after.
+        const bool flat = s.batch == 1 || (s.stride_b == 0 && !s.trans_a && s.stride_a == s.M * s.K &&
+                                           s.stride_c == s.M * s.N);
+        if (c.dtype() != DType::f32 || !flat || s.accumulate || s.K == 0) return Backend::gemm_bias(a, b, bias, c, s);
+        GemmSpec one = s;
+        one.M = s.batch * s.M, one.batch = 1;
+        matmul(a.data<float>(), b.data<float>(), c.data<float>(), one, bias.data<float>());
+    }
+
     // ---- elementwise ----
 
     void add(const Tensor& a, const Tensor& b, Tensor& out) override {
@@ -581,7 +592,7 @@ private:
     }
 
     // c = alpha · op(a) @ op(b) (+ c), batched as GemmSpec says (stride_c is not 0 here, or batch is 1).
-    void matmul(const float* a, const float* b, float* c, GemmSpec s) {
+    void matmul(const float* a, const float* b, float* c, GemmSpec s, const float* bias = nullptr) {
         // One matrix each: the strides mean nothing, and left in they would describe a
         // batch axis that is not densely packed, which oneDNN's fastest matmul (brgemm) refuses.
         if (s.batch == 1) s.stride_a = s.stride_b = s.stride_c = 0;
@@ -593,7 +604,7 @@ private:
         int32_t alpha_bits;
         std::memcpy(&alpha_bits, &alpha, sizeof alpha_bits);
         Kernel& k = cached(key_of("matmul", {s.batch, s.M, s.N, s.K, s.trans_a, s.trans_b, s.stride_a, s.stride_b,
-                                             s.stride_c, s.accumulate, alpha_bits}),
+                                             s.stride_c, s.accumulate, alpha_bits, bias != nullptr}),
                            [&] {
                                const memory::desc a_desc = matrix_desc(s.batch, s.M, s.K, s.trans_a, s.stride_a);
                                const memory::desc b_desc = matrix_desc(s.batch, s.K, s.N, s.trans_b, s.stride_b);
@@ -605,12 +616,21 @@ private:
                                    ops.append_sum(1.0f);
                                    attr.set_post_ops(ops);
                                }
+                               if (bias) {  // c = a @ b + bias, the bias [1,1,N] broadcast over rows
+                                   const memory::desc bias_desc({1, 1, s.N}, f32, Dims{s.N, s.N, 1});
+                                   dnnl::matmul::primitive_desc pd({a_desc, b_desc, bias_desc, c_desc}, attr, engine_);
+                                   return make_kernel(dnnl::matmul(pd), {{DNNL_ARG_SRC, a_desc},
+                                                                         {DNNL_ARG_WEIGHTS, b_desc},
+                                                                         {DNNL_ARG_BIAS, bias_desc},
+                                                                         {DNNL_ARG_DST, c_desc}});
+                               }
                                dnnl::matmul::primitive_desc pd({a_desc, b_desc, c_desc}, attr, engine_);
                                return make_kernel(dnnl::matmul(pd), {{DNNL_ARG_SRC, a_desc},
                                                                      {DNNL_ARG_WEIGHTS, b_desc},
                                                                      {DNNL_ARG_DST, c_desc}});
                            });
-        run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+        if (bias) run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, c}});
+        else run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     }
 
     // Softmax over the last axis of [rows, n]; the backward takes y and dy and gives dx.

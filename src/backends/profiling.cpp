@@ -40,6 +40,9 @@ public:
     void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmSpec& spec) override {
         timed(gemm_name(spec), [&] { inner_->gemm(a, b, c, spec); });
     }
+    void gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmSpec& spec) override {
+        timed(gemm_name(spec) + " + bias", [&] { inner_->gemm_bias(a, b, bias, c, spec); });
+    }
     void add(const Tensor& a, const Tensor& b, Tensor& out) override {
         timed("add " + dims(a.shape()) + " + " + dims(b.shape()), [&] { inner_->add(a, b, out); });
     }

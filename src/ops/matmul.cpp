@@ -95,11 +95,10 @@ Tensor linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
     require_same_dtype("linear", h, bias);
     if (bias.rank() != 1 || bias.dim(0) != spec.N)
         shape_error("linear", "bias " + shape_str(bias.shape()) + " for " + std::to_string(spec.N) + " outputs");
-    // y = h W^T, then the bias added in place: one result tensor (and one buffer kept for
-    // the backward) instead of a product and a sum.
+    // y = h W^T + bias as one kernel and one result tensor (and one buffer kept for the
+    // backward) instead of a product and a sum.
     Tensor y = empty_like(h, out_shape);
-    backend().gemm(h, weight, y, spec);
-    backend().add(y, bias, y);
+    backend().gemm_bias(h, weight, bias, y, spec);
     return record(y, "linear", {h, weight, bias}, [h, weight, bias, spec](const Tensor& dy, const Tensor&) {
         matmul_backward(h, weight, spec, dy);
         if (bias.requires_grad()) {  // d bias = dy summed over every row
