@@ -21,9 +21,13 @@ int main(int argc, char** argv) {
                                    add_bench(app), add_inspect(app)};
     try {
         app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        int code = app.exit(e);
-        return code == 0 ? kExitOk : kExitUsage;
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e) == 0 ? kExitOk : kExitUsage;
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e) == 0 ? kExitOk : kExitUsage;
+    } catch (const CLI::ParseError& e) {  // one line, like every other error
+        std::fprintf(stderr, "tinyformer: error: %s (see --help)\n", e.what());
+        return kExitUsage;
     }
     try {
         for (const Runner& run : runners) {

@@ -9,7 +9,10 @@ namespace tinyformer::cli {
 
 void add_engine_options(CLI::App* cmd, EngineOptions& options) {
     cmd->add_option("--backend", options.backend, "numeric kernels: onednn (default, fast) or reference (Eigen, for checking)");
-    cmd->add_option("--threads", options.threads, "threads for kernels (default: the config's train.threads, else all cores)");
+    cmd->add_option("--threads", options.threads, "threads for kernels (default: the config's train.threads, else all cores)")
+        ->check([](const std::string& value) {  // a negative count is an error, not "unset"
+            return value.rfind('-', 0) == 0 ? "expected 0 (all cores) or more, got " + value : std::string();
+        });
 }
 
 void apply_engine_options(const EngineOptions& options, int config_threads) {

@@ -25,6 +25,12 @@ expect_exit 2 "top-p outside (0,1]" -- "$tf" sample --checkpoint "$scratch/run" 
 expect_exit 2 "top-k above V" -- "$tf" sample --checkpoint "$scratch/run" --top-k 80
 expect_exit 2 "no such checkpoint" -- "$tf" sample --checkpoint "$scratch/none"
 expect_exit 2 "unknown subcommand" -- "$tf" fly
+expect_exit 2 "a number option given a word" -- "$tf" sample --checkpoint "$scratch/run" --temperature abc
+expect_in "$err" "tinyformer: error:" "a parse error has the error prefix"
+expect_in "$err" "--temperature" "names the option"
+[[ $(printf '%s' "$err" | wc -l) -le 1 ]] && pass "the parse error is one line" || fail "multi-line parse error: $err"
+expect_exit 2 "negative --threads" -- "$tf" eval --checkpoint "$scratch/run" --threads -3
+expect_in "$err" "--threads" "names --threads"
 
 # (an almost untrained model: 。 comes by chance, well within 2000 characters)
 out=$("$tf" sample --checkpoint "$scratch/run" --prompt "小丁" --max-new 2000 --stop "。" --seed 3)
