@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -601,6 +602,18 @@ private:
             return;
         }
         const float alpha = static_cast<float>(s.alpha);
+        if (s.batch == 1 && s.trans_a && !bias) {
+            // A single product with a transposed a — every weight gradient, dW = dYᵀ X — goes
+            // through oneDNN's BLAS-style sgemm: measured on this project's shapes, in a training
+            // step, it is 15-30 % faster there than the matmul primitive (whose fastest kernel
+            // first copies a transposed a), and the whole Shakespeare step 6 % faster. Elsewhere
+            // the matmul primitive is as fast or faster. beta = 1 adds into c.
+            const dnnl_status_t status =
+                dnnl_sgemm('T', s.trans_b ? 'T' : 'N', s.M, s.N, s.K, alpha, a, s.M, b, s.trans_b ? s.K : s.N,
+                           s.accumulate ? 1.0f : 0.0f, c, s.N);
+            if (status != dnnl_success) throw std::runtime_error("oneDNN sgemm failed with status " + std::to_string(status));
+            return;
+        }
         int32_t alpha_bits;
         std::memcpy(&alpha_bits, &alpha, sizeof alpha_bits);
         Kernel& k = cached(key_of("matmul", {s.batch, s.M, s.N, s.K, s.trans_a, s.trans_b, s.stride_a, s.stride_b,
