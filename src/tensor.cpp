@@ -162,7 +162,13 @@ std::vector<double> Tensor::to_vector() const {
 void Tensor::fill(double value) {
     const int64_t n = numel();
     switch (dtype()) {
-        case DType::f32: std::fill_n(data<float>(), n, static_cast<float>(value)); break;
+        case DType::f32: {  // the gradient arena is zeroed every step: both threads share it
+            float* p = data<float>();
+            const float v = static_cast<float>(value);
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+            for (int64_t i = 0; i < n; ++i) p[i] = v;
+            break;
+        }
         case DType::f64: std::fill_n(data<double>(), n, value); break;
         case DType::i32: std::fill_n(data<int32_t>(), n, static_cast<int32_t>(value)); break;
     }
@@ -171,9 +177,13 @@ void Tensor::fill(double value) {
 void Tensor::copy_from(const Tensor& other) {
     if (other.shape() != shape())
         throw std::invalid_argument("copy_from: shape " + shape_str(other.shape()) + " into " + shape_str(shape()));
-    if (other.dtype() == dtype()) {
-        std::memcpy(storage()->bytes() + offset_bytes(), other.storage()->bytes() + other.offset_bytes(),
-                    numel() * dtype_size(dtype()));
+    if (other.dtype() == dtype()) {  // in blocks of 64 KiB, shared between the threads
+        std::byte* to = storage()->bytes() + offset_bytes();
+        const std::byte* from = other.storage()->bytes() + other.offset_bytes();
+        const int64_t bytes = numel() * static_cast<int64_t>(dtype_size(dtype())), block = 1 << 16;
+        const int64_t blocks = (bytes + block - 1) / block;
+#pragma omp parallel for schedule(static) if (blocks > 4)
+        for (int64_t k = 0; k < blocks; ++k) std::memcpy(to + k * block, from + k * block, std::min(block, bytes - k * block));
         return;
     }
     int64_t n = numel();
