@@ -116,6 +116,11 @@ std::vector<GradCheckResult> run_gradcheck_suite(const GradCheckSettings& settin
     check("split_heads", [](auto& x) { return split_heads(x[0], 3); }, {in({2, 5, 6})});
     check("split_heads_t1", [](auto& x) { return split_heads(x[0], 2); }, {in({3, 1, 4})});
     check("merge_heads", [](auto& x) { return merge_heads(x[0]); }, {in({2, 3, 5, 2})});
+    check("select", [](auto& x) { return mul(select(x[0], 1), x[1]); }, {in({3, 2, 4}), in({2, 4})});
+    check("select_twice", [](auto& x) { return add(select(x[0], 0), scale(select(x[0], 2), 3.0)); }, {in({3, 5})});
+    check("split_qkv_heads", [](auto& x) { return split_qkv_heads(x[0], 2, false); }, {in({2, 3, 12})});
+    check("split_qkv_heads_rope", [](auto& x) { return split_qkv_heads(x[0], 3, true, 4); }, {in({2, 5, 18})});
+    check("linear_bias", [](auto& x) { return linear(x[0], x[1], x[2]); }, {in({2, 3, 5}), in({4, 5}), in({4})});
 
     // embedding, with repeated ids
     Tensor ids = Tensor::ids({1, 3, 1, 0, 3, 3, 2}, {7});
