@@ -1,5 +1,7 @@
 #include "tinyformer/dataset.hpp"
 
+#include <cstdio>
+
 #include <string_view>
 
 #include "tinyformer/errors.hpp"
@@ -115,6 +117,24 @@ std::vector<Probe> load_probes(const std::string& path) {
 // The texts are read as bytes and turned into ids in two passes (count the characters and
 // collect the vocabulary, then encode), so memory holds the bytes and the ids, never the
 // characters as well: a 100 MB corpus costs its bytes plus 4 bytes per character.
+std::string corpus_fingerprint(const Corpus& corpus) {
+    uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a, 64-bit
+    auto mix = [&](uint32_t value) {
+        for (int byte = 0; byte < 4; ++byte) {
+            hash ^= (value >> (8 * byte)) & 0xff;
+            hash *= 0x100000001b3ULL;
+        }
+    };
+    for (char32_t c : corpus.vocab.chars()) mix(static_cast<uint32_t>(c));
+    mix(0xffffffffu);  // separators: moving the split between train and val changes the hash
+    for (int32_t id : corpus.train) mix(static_cast<uint32_t>(id));
+    mix(0xffffffffu);
+    for (int32_t id : corpus.val) mix(static_cast<uint32_t>(id));
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+    return hex;
+}
+
 Corpus load_corpus(const DataConfig& data) {
     Corpus corpus;
     std::string train_name, val_name;

@@ -45,7 +45,7 @@ std::string duration_str(double seconds) {
 // ---- the training state: everything a resumed run needs, in one file ----
 
 void save_train_state(const std::string& path, const Transformer& model, AdamW& adam, const Rng& rng,
-                      const RunConfig& config, int64_t step) {
+                      const RunConfig& config, const std::string& corpus, int64_t step) {
     NamedTensors tensors;
     for (const auto& [name, p] : model.parameters().named()) tensors.emplace_back(name, p);
     tensors.emplace_back("optimizer.m", adam.first_moment());
@@ -56,6 +56,7 @@ void save_train_state(const std::string& path, const Transformer& model, AdamW& 
         {"config", config_to_json(config).dump()},
         {"step", std::to_string(step)},
         {"adam_steps", std::to_string(adam.steps_taken())},
+        {"corpus", corpus},  // see corpus_description
     };
     for (int i = 0; i < 4; ++i) metadata["rng." + std::to_string(i)] = std::to_string(rng.state[i]);
     write_file_atomic(path, safetensors_bytes(tensors, metadata));
@@ -91,6 +92,14 @@ int64_t load_train_state(const std::string& path, Transformer& model, AdamW& ada
     adam.set_steps_taken(static_cast<int64_t>(integer("adam_steps")));
     for (int i = 0; i < 4; ++i) rng.state[i] = integer("rng." + std::to_string(i));
     return static_cast<int64_t>(integer("step"));
+}
+
+// "72159 training / 4789 validation characters, vocabulary 79, fingerprint 0123456789abcdef":
+// what a train state records of its data, so that --resume can refuse other data.
+std::string corpus_description(const Corpus& corpus) {
+    return std::to_string(corpus.train.size()) + " training / " + std::to_string(corpus.val.size()) +
+           " validation characters, vocabulary " + std::to_string(corpus.vocab.size()) + ", fingerprint " +
+           corpus_fingerprint(corpus);
 }
 
 // The model keys of two configurations that differ, as "model.d_model (64 → 128)".
@@ -167,12 +176,20 @@ nlohmann::json train(const TrainOptions& options) {
         throw InputError("data: the training text has " + std::to_string(corpus.train.size()) +
                          " characters, fewer than model.context + 1 = " + std::to_string(config.model.context + 1));
 
+    const std::string corpus_text = corpus_description(corpus);
+
     if (options.resume) {
         if (!fs::exists(state_path)) throw InputError(dir + ": no train_state.safetensors to resume from");
-        const RunConfig saved_config = checkpoint_config(state_path, read_safetensors(state_path).metadata);
+        const std::map<std::string, std::string> saved = read_safetensors(state_path).metadata;
+        const RunConfig saved_config = checkpoint_config(state_path, saved);
         std::string differences = model_differences(saved_config, config);
         if (!differences.empty())
             throw InputError(state_path + ": cannot resume with a different model: " + differences);
+        // The same vocabulary size is not the same text: the batches would come from other data.
+        const auto saved_corpus = saved.find("corpus");  // absent in states written before it was recorded
+        if (saved_corpus != saved.end() && saved_corpus->second != corpus_text)
+            throw InputError(state_path + ": cannot resume on different data: the run trained on " +
+                             saved_corpus->second + "; the data now gives " + corpus_text);
     } else if (fs::exists(state_path) && !options.overwrite) {
         throw InputError(dir + " already holds a run (train_state.safetensors): continue it with --resume " + dir +
                          ", or start over with --force or another --out");
@@ -205,7 +222,7 @@ nlohmann::json train(const TrainOptions& options) {
     int64_t saved_step = options.resume ? step : -1;  // the step of the checkpoint on disk
     auto save_checkpoint = [&](int64_t at_step) {
         try {
-            save_train_state(state_path, model, adam, batch_rng, config, at_step);
+            save_train_state(state_path, model, adam, batch_rng, config, corpus_text, at_step);
             save_model(model_path, model, corpus.vocab, config, at_step);
         } catch (const std::runtime_error& e) {  // a full disk: say what survived
             throw std::runtime_error(std::string(e.what()) + "; " +

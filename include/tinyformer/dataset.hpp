@@ -31,6 +31,10 @@ struct Corpus {
 // and 4 bytes per character, no other copy. Throws InputError naming the file.
 Corpus load_corpus(const DataConfig& data);
 
+// 64-bit FNV-1a over the vocabulary's characters, the training ids and the validation ids,
+// as 16 hex digits: a resumed run checks that it continues on the text it started on.
+std::string corpus_fingerprint(const Corpus& corpus);
+
 // prompt<TAB>answer lines (UTF-8, no header). Throws InputError "<file>:<line>: ...".
 std::vector<Probe> load_probes(const std::string& path);
 

@@ -54,4 +54,16 @@ cmp -s "$scratch/good.safetensors" "$scratch/a/model.safetensors" && pass "the l
 # Resuming with a different model is refused, naming the keys.
 expect_exit 2 "resume with another model refused" -- "$tf" train --config "$config" --resume "$scratch/cut" --set model.d_model=32
 expect_in "$err" "model.d_model" "the refusal names model.d_model"
+
+# Resuming on other text with the same vocabulary (the validation text's last story moved
+# to the front) is refused, naming both; the same text again resumes.
+val="$src/corpus/lesson_val.txt"
+{ tail -n 1 "$val"; head -n -1 "$val"; } > "$scratch/val_shuffled.txt"
+expect_exit 2 "resume on different data refused" -- "$tf" train --config "$config" --resume "$scratch/cut" \
+  --set "data.val_path=$scratch/val_shuffled.txt" --set train.steps=420
+expect_in "$err" "different data" "the refusal says the data differ"
+expect_in "$err" "fingerprint" "the refusal gives both fingerprints"
+cp "$val" "$scratch/val_copy.txt"
+"$tf" train --config "$config" --resume "$scratch/cut" --set "data.val_path=$scratch/val_copy.txt" --set train.steps=420 \
+  >/dev/null 2>&1 && pass "the same text from another file resumes" || fail "resume on a copy of the same text refused"
 finish
