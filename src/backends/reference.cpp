@@ -313,7 +313,8 @@ public:
     // [3,B,H,T,d], rotating q's and k's pairs by +theta on the way to the heads and by -theta
     // on the way back (a rotation's gradient is the inverse rotation).
     static void move_qkv(const Tensor& qkv, const Tensor& heads, int64_t H, bool rope, int64_t start, bool to_heads) {
-        const int64_t B = qkv.dim(0), T_len = qkv.dim(1), D = qkv.dim(2) / 3, d = D / H;
+        const int64_t B = qkv.dim(0), T_len = qkv.dim(1), D = qkv.dim(2) / 3, d = D / H, half = d / 2;
+        const RotationTable table = rotation_table(start, T_len, d, /*inverse=*/!to_heads);
         with_real_type(qkv, [&](auto zero) {
             using T = decltype(zero);
             T* pq = const_cast<T*>(qkv.data<T>());
@@ -326,38 +327,48 @@ public:
                             T* row_heads = ph + (((part * B + b) * H + h) * T_len + t) * d;
                             const T* from = to_heads ? row_qkv : row_heads;
                             T* to = to_heads ? row_heads : row_qkv;
-                            for (int64_t j = 0; j < d / 2; ++j) {
-                                double c = 1, s = 0;
-                                if (rope && part < 2) {
-                                    const double theta = static_cast<double>(start + t) * std::pow(10000.0, -2.0 * j / d);
-                                    c = std::cos(theta), s = to_heads ? std::sin(theta) : -std::sin(theta);
-                                }
+                            if (!rope || part == 2) {  // v is not rotated
+                                std::copy_n(from, d, to);
+                                continue;
+                            }
+                            for (int64_t j = 0; j < half; ++j) {
+                                const T c = static_cast<T>(table.cos[t * half + j]), s = static_cast<T>(table.sin[t * half + j]);
                                 const T u0 = from[2 * j], u1 = from[2 * j + 1];
-                                to[2 * j] = u0 * static_cast<T>(c) - u1 * static_cast<T>(s);
-                                to[2 * j + 1] = u0 * static_cast<T>(s) + u1 * static_cast<T>(c);
+                                to[2 * j] = u0 * c - u1 * s;
+                                to[2 * j + 1] = u0 * s + u1 * c;
                             }
                         }
         });
     }
 
-    void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) override {
-        const int64_t d = x.dim(-1), T_len = x.dim(-2), rows = x.numel() / d;
-        // The angles in double, then rounded to T — as the PyTorch reference does.
-        std::vector<double> cos_table(T_len * d / 2), sin_table(T_len * d / 2);
+    // cos and sin of theta = (start + t) * 10000^(-2j/d) for t < T, j < d/2, in double (then
+    // rounded to the tensor's type, as the PyTorch reference does); sin negated for the
+    // inverse rotation.
+    struct RotationTable {
+        std::vector<double> cos, sin;  // [T, d/2]
+    };
+    static RotationTable rotation_table(int64_t start, int64_t T_len, int64_t d, bool inverse) {
+        RotationTable table{std::vector<double>(T_len * (d / 2)), std::vector<double>(T_len * (d / 2))};
         for (int64_t t = 0; t < T_len; ++t)
             for (int64_t j = 0; j < d / 2; ++j) {
                 const double theta = static_cast<double>(start + t) * std::pow(10000.0, -2.0 * j / d);
-                cos_table[t * d / 2 + j] = std::cos(theta);
-                sin_table[t * d / 2 + j] = inverse ? -std::sin(theta) : std::sin(theta);
+                table.cos[t * (d / 2) + j] = std::cos(theta);
+                table.sin[t * (d / 2) + j] = inverse ? -std::sin(theta) : std::sin(theta);
             }
+        return table;
+    }
+
+    void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) override {
+        const int64_t d = x.dim(-1), T_len = x.dim(-2), rows = x.numel() / d, half = d / 2;
+        const RotationTable table = rotation_table(start, T_len, d, inverse);
         with_real_type(x, [&](auto zero) {
             using T = decltype(zero);
             const T* px = x.data<T>();
             T* po = out.data<T>();
             for (int64_t r = 0; r < rows; ++r) {
                 const int64_t t = r % T_len;
-                for (int64_t j = 0; j < d / 2; ++j) {
-                    const T c = static_cast<T>(cos_table[t * d / 2 + j]), s = static_cast<T>(sin_table[t * d / 2 + j]);
+                for (int64_t j = 0; j < half; ++j) {
+                    const T c = static_cast<T>(table.cos[t * half + j]), s = static_cast<T>(table.sin[t * half + j]);
                     const T u0 = px[r * d + 2 * j], u1 = px[r * d + 2 * j + 1];
                     po[r * d + 2 * j] = u0 * c - u1 * s;
                     po[r * d + 2 * j + 1] = u0 * s + u1 * c;
