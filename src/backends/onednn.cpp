@@ -164,24 +164,26 @@ public:
             }
             return;
         }
-        if (s.batch > 1 && s.stride_b == 0 && !s.trans_a && s.stride_a == s.M * s.K && s.stride_c == s.M * s.N) {
-            // A weight shared by the batch (nn.Linear): the batch stacks along the rows of a
-            // and c, so [batch*M, K] @ [K, N] is one matmul, the biggest and fastest kind.
-            GemmSpec flat = s;
-            flat.batch = 1, flat.M = s.batch * s.M;
-            return matmul(pa, pb, pc, flat);
-        }
-        matmul(pa, pb, pc, s);
+        matmul(pa, pb, pc, weight_flattened(s));
+    }
+
+    // A weight shared by the batch (nn.Linear): the batch stacks along the rows of a and c,
+    // so [batch*M, K] @ [K, N] is one product, the biggest and fastest kind. Other specs
+    // come back as they are.
+    static GemmSpec weight_flattened(const GemmSpec& s) {
+        if (s.batch <= 1 || s.stride_b != 0 || s.trans_a || s.stride_a != s.M * s.K || s.stride_c != s.M * s.N)
+            return s;
+        GemmSpec flat = s;
+        flat.batch = 1, flat.M = s.batch * s.M;
+        return flat;
     }
 
     void gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmSpec& s) override {
-        // The nn.Linear shape (a weight shared by the batch, flattened to one product) takes
-        // the bias inside the product; anything else adds it in a pass after.
-        const bool flat = s.batch == 1 || (s.stride_b == 0 && !s.trans_a && s.stride_a == s.M * s.K &&
-                                           s.stride_c == s.M * s.N);
-        if (c.dtype() != DType::f32 || !flat || s.accumulate || s.K == 0) return Backend::gemm_bias(a, b, bias, c, s);
-        GemmSpec one = s;
-        one.M = s.batch * s.M, one.batch = 1;
+        // The nn.Linear shape (one product, or a weight shared by the batch, flattened to one)
+        // takes the bias inside the product; anything else adds it in a pass after.
+        const GemmSpec one = weight_flattened(s);
+        if (c.dtype() != DType::f32 || one.batch != 1 || s.accumulate || s.K == 0 || s.M == 0 || s.N == 0)
+            return Backend::gemm_bias(a, b, bias, c, s);
         matmul(a.data<float>(), b.data<float>(), c.data<float>(), one, bias.data<float>());
     }
 
@@ -452,17 +454,20 @@ public:
         const float* px = x.data<float>();
         float* po = out.data<float>();
 #pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
-        for (int64_t r = 0; r < rows; ++r) {
-            const float* cos_row = table.cos.data() + (r % T) * half;
-            const float* sin_row = table.sin.data() + (r % T) * half;
-            const float* in = px + r * d;
-            float* rotated = po + r * d;
-            for (int64_t j = 0; j < half; ++j) {
-                const float c = cos_row[j], s = sign * sin_row[j];
-                const float u0 = in[2 * j], u1 = in[2 * j + 1];
-                rotated[2 * j] = u0 * c - u1 * s;
-                rotated[2 * j + 1] = u0 * s + u1 * c;
-            }
+        for (int64_t r = 0; r < rows; ++r)
+            rotate_pairs(px + r * d, po + r * d, table.cos.data() + (r % T) * half, table.sin.data() + (r % T) * half,
+                         half, sign);
+    }
+
+    // to's pairs (2j, 2j+1) = from's rotated by the angle whose cos and sin are given (sin
+    // times `sign`: -1 rotates back). from and to may be the same row.
+    static void rotate_pairs(const float* from, float* to, const float* cos_row, const float* sin_row, int64_t half,
+                             float sign) {
+        for (int64_t j = 0; j < half; ++j) {
+            const float c = cos_row[j], s = sign * sin_row[j];
+            const float u0 = from[2 * j], u1 = from[2 * j + 1];
+            to[2 * j] = u0 * c - u1 * s;
+            to[2 * j + 1] = u0 * s + u1 * c;
         }
     }
 
@@ -500,14 +505,7 @@ public:
                     std::copy_n(from, d, to);
                     continue;
                 }
-                const float* cos_row = table.cos.data() + t * half;
-                const float* sin_row = table.sin.data() + t * half;
-                for (int64_t j = 0; j < half; ++j) {
-                    const float c = cos_row[j], s = sign * sin_row[j];
-                    const float u0 = from[2 * j], u1 = from[2 * j + 1];
-                    to[2 * j] = u0 * c - u1 * s;
-                    to[2 * j + 1] = u0 * s + u1 * c;
-                }
+                rotate_pairs(from, to, table.cos.data() + t * half, table.sin.data() + t * half, half, sign);
             }
         }
     }
