@@ -73,6 +73,8 @@ void for_each_key(Config& c, Visit&& visit) {
     visit(Key{"train", "checkpoint_every", "save every N steps; 0 = at evaluations and the end"},
           c.train.checkpoint_every);
     visit(Key{"train", "seed", "initialisation and batch sampling"}, c.train.seed);
+    visit(Key{"train", "rng", "\"tinyformer\" (own generator) or \"torch\" (the reference's draws for the same seed)"},
+          c.train.rng);
     visit(Key{"train", "threads", "CPU threads; 0 = all cores"}, c.train.threads);
 
     visit(Key{"optim", "lr", "peak learning rate, after warm-up"}, c.optim.lr);
@@ -354,6 +356,7 @@ void validate_values(const RunConfig& c, const Locate& at) {
     at_least("train.eval_windows", t.eval_windows, 1);
     at_least("train.checkpoint_every", t.checkpoint_every, 0);
     at_least("train.seed", t.seed, 0);
+    check(t.rng == "tinyformer" || t.rng == "torch", "train.rng", quote(t.rng), "\"tinyformer\" or \"torch\"");
     at_least("train.threads", t.threads, 0);
 
     const OptimConfig& o = c.optim;

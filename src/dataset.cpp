@@ -177,20 +177,39 @@ Corpus load_corpus(const DataConfig& data) {
     return corpus;
 }
 
-Batch sample_batch(const std::vector<int32_t>& ids, int64_t batch_size, int64_t context, Rng& rng) {
-    const int64_t n = static_cast<int64_t>(ids.size());
-    if (n < context + 1)
-        throw InputError("the training text has " + std::to_string(n) + " characters; windows of context + 1 = " +
-                         std::to_string(context + 1) + " need at least that many");
+// The windows ids[start .. start+T] for each start: inputs are the first T, targets the last T.
+static Batch windows_at(const std::vector<int32_t>& ids, const std::vector<int64_t>& starts, int64_t context) {
+    const int64_t batch_size = static_cast<int64_t>(starts.size());
     std::vector<int32_t> inputs(batch_size * context), targets(batch_size * context);
-    for (int64_t b = 0; b < batch_size; ++b) {
-        const int64_t start = static_cast<int64_t>(rng.below(n - context));  // window ids[start .. start+T]
+    for (int64_t b = 0; b < batch_size; ++b)
         for (int64_t t = 0; t < context; ++t) {
-            inputs[b * context + t] = ids[start + t];
-            targets[b * context + t] = ids[start + t + 1];
+            inputs[b * context + t] = ids[starts[b] + t];
+            targets[b * context + t] = ids[starts[b] + t + 1];
         }
-    }
     return {Tensor::ids(inputs, {batch_size, context}), Tensor::ids(targets, {batch_size, context})};
+}
+
+static void require_a_window(const std::vector<int32_t>& ids, int64_t context, int64_t extra) {
+    const int64_t n = static_cast<int64_t>(ids.size());
+    if (n < context + 1 + extra)
+        throw InputError("the training text has " + std::to_string(n) + " characters; windows of context + 1 = " +
+                         std::to_string(context + 1) + " need at least " + std::to_string(context + 1 + extra));
+}
+
+Batch sample_batch(const std::vector<int32_t>& ids, int64_t batch_size, int64_t context, Rng& rng) {
+    require_a_window(ids, context, 0);
+    const int64_t n = static_cast<int64_t>(ids.size());
+    std::vector<int64_t> starts(static_cast<size_t>(batch_size));
+    for (int64_t& start : starts) start = static_cast<int64_t>(rng.below(n - context));
+    return windows_at(ids, starts, context);
+}
+
+Batch sample_batch(const std::vector<int32_t>& ids, int64_t batch_size, int64_t context, TorchRng& rng) {
+    require_a_window(ids, context, 1);  // randint's bound n - T - 1 must be at least 1
+    const int64_t n = static_cast<int64_t>(ids.size());
+    std::vector<int64_t> starts(static_cast<size_t>(batch_size));
+    for (int64_t& start : starts) start = rng.randint(n - context - 1);
+    return windows_at(ids, starts, context);
 }
 
 }  // namespace tinyformer

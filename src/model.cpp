@@ -10,6 +10,7 @@
 
 #include "tinyformer/ops.hpp"
 #include "tinyformer/rng.hpp"
+#include "tinyformer/torch_rng.hpp"
 
 namespace tinyformer {
 
@@ -83,6 +84,53 @@ static void initialise(Parameters& params, uint64_t seed) {
             fill(p, [&] { return (2.0 * rng.uniform() - 1.0) * bound; });
         }
     }
+}
+
+// The same recipe drawn from PyTorch's generator, in the order torch_model.py's Model
+// constructs its modules: tok_emb (normal_), pos_emb, then per block q/k/v/out_proj
+// (kaiming_uniform_ with a = √5, whose bound is √3·√(2/(1+a²))/√in = 1/√in, computed as torch
+// does), fc1 weight then bias, fc2 weight then bias; last lm_head. Layer norms draw nothing.
+void initialise_like_torch(Parameters& params, const ModelConfig& config, TorchRng& rng) {
+    for (const auto& [name, param] : params.named()) {
+        const bool layer_norm = name.find(".ln") != std::string::npos || name.rfind("ln_f.", 0) == 0;
+        if (layer_norm) {
+            Tensor p = param;
+            p.fill(name.ends_with(".weight") ? 1.0 : 0.0);
+        }
+    }
+    auto draw = [&](const std::string& name, auto&& fill) {
+        Tensor p = params.get(name);
+        if (p.dtype() == DType::f32) {
+            fill(p.data<float>(), p.numel());
+        } else {  // a float64 model (gradcheck): the same float32 draws, widened
+            std::vector<float> values(static_cast<size_t>(p.numel()));
+            fill(values.data(), p.numel());
+            std::copy(values.begin(), values.end(), p.data<double>());
+        }
+    };
+    auto embedding = [&](const std::string& name) {
+        draw(name, [&](float* values, int64_t n) { rng.normal(values, n, 0.0, 1.0); });
+    };
+    auto linear = [&](const std::string& prefix, bool has_bias) {
+        const double fan_in = static_cast<double>(params.get(prefix + "weight").dim(1));
+        const double a = std::sqrt(5.0), gain = std::sqrt(2.0 / (1.0 + a * a));
+        const double weight_bound = std::sqrt(3.0) * (gain / std::sqrt(fan_in));
+        draw(prefix + "weight", [&](float* values, int64_t n) { rng.uniform(values, n, -weight_bound, weight_bound); });
+        if (has_bias) {
+            const double bias_bound = 1.0 / std::sqrt(fan_in);
+            draw(prefix + "bias", [&](float* values, int64_t n) { rng.uniform(values, n, -bias_bound, bias_bound); });
+        }
+    };
+    embedding("tok_emb.weight");
+    if (config.positions == "learned") embedding("pos_emb.weight");
+    for (int64_t i = 0; i < config.n_layers; ++i) {
+        const std::string block = "blocks." + std::to_string(i) + ".";
+        for (const char* projection : {"q_proj.", "k_proj.", "v_proj.", "out_proj."})
+            linear(block + "attn." + projection, /*has_bias=*/false);
+        linear(block + "mlp.fc1.", /*has_bias=*/true);
+        linear(block + "mlp.fc2.", /*has_bias=*/true);
+    }
+    linear("lm_head.", /*has_bias=*/false);
 }
 
 Transformer::Transformer(const ModelConfig& config, uint64_t seed, DType dtype) : config_(config) {

@@ -42,9 +42,29 @@ std::string duration_str(double seconds) {
     return buffer;
 }
 
+// ---- the run's random draws ----
+
+// Where the batch windows come from: tinyformer's own generator (rng.hpp, seeded apart from
+// the initialisation's), or with train.rng = "torch" PyTorch's generator, one stream that
+// has first drawn the initial weights, exactly as torch_model.py train draws both.
+struct BatchDraws {
+    explicit BatchDraws(const TrainConfig& train)
+        : use_torch(train.rng == "torch"),
+          own(static_cast<uint64_t>(train.seed) ^ 0x5eedba7c4ULL),
+          torch(static_cast<uint64_t>(train.seed)) {}
+
+    Batch next(const std::vector<int32_t>& ids, int64_t batch_size, int64_t context) {
+        return use_torch ? sample_batch(ids, batch_size, context, torch) : sample_batch(ids, batch_size, context, own);
+    }
+
+    bool use_torch;
+    Rng own;
+    TorchRng torch;
+};
+
 // ---- the training state: everything a resumed run needs, in one file ----
 
-void save_train_state(const std::string& path, const Transformer& model, AdamW& adam, const Rng& rng,
+void save_train_state(const std::string& path, const Transformer& model, AdamW& adam, const BatchDraws& draws,
                       const RunConfig& config, const std::string& corpus, int64_t step) {
     NamedTensors tensors;
     for (const auto& [name, p] : model.parameters().named()) tensors.emplace_back(name, p);
@@ -58,12 +78,15 @@ void save_train_state(const std::string& path, const Transformer& model, AdamW& 
         {"adam_steps", std::to_string(adam.steps_taken())},
         {"corpus", corpus},  // see corpus_description
     };
-    for (int i = 0; i < 4; ++i) metadata["rng." + std::to_string(i)] = std::to_string(rng.state[i]);
+    metadata["rng"] = draws.use_torch ? "torch" : "tinyformer";
+    if (draws.use_torch) metadata["rng.torch"] = draws.torch.state();
+    else
+        for (int i = 0; i < 4; ++i) metadata["rng." + std::to_string(i)] = std::to_string(draws.own.state[i]);
     write_file_atomic(path, safetensors_bytes(tensors, metadata));
 }
 
 // Restores weights, moments, RNG and step from `path`; returns the step.
-int64_t load_train_state(const std::string& path, Transformer& model, AdamW& adam, Rng& rng) {
+int64_t load_train_state(const std::string& path, Transformer& model, AdamW& adam, BatchDraws& draws) {
     SafetensorsFile file = read_safetensors(path);
     auto meta = [&](const std::string& key) -> const std::string& {
         auto it = file.metadata.find(key);
@@ -90,7 +113,21 @@ int64_t load_train_state(const std::string& path, Transformer& model, AdamW& ada
     restore("optimizer.m", adam.first_moment());
     restore("optimizer.v", adam.second_moment());
     adam.set_steps_taken(static_cast<int64_t>(integer("adam_steps")));
-    for (int i = 0; i < 4; ++i) rng.state[i] = integer("rng." + std::to_string(i));
+    auto kind = file.metadata.find("rng");  // absent before train.rng existed: tinyformer's
+    const std::string saved_rng = kind == file.metadata.end() ? "tinyformer" : kind->second;
+    const std::string wanted_rng = draws.use_torch ? "torch" : "tinyformer";
+    if (saved_rng != wanted_rng)
+        throw InputError(path + ": the run drew its batches with train.rng = \"" + saved_rng +
+                         "\", the config asks for \"" + wanted_rng + "\"; resume with the same train.rng");
+    if (draws.use_torch) {
+        try {
+            draws.torch.set_state(meta("rng.torch"));
+        } catch (const std::invalid_argument& e) {
+            throw InputError(path + ": __metadata__ \"rng.torch\": " + e.what());
+        }
+    } else {
+        for (int i = 0; i < 4; ++i) draws.own.state[i] = integer("rng." + std::to_string(i));
+    }
     return static_cast<int64_t>(integer("step"));
 }
 
@@ -206,10 +243,11 @@ nlohmann::json train(const TrainOptions& options) {
     }
 
     Transformer model(config.model, static_cast<uint64_t>(config.train.seed));
+    BatchDraws batch_draws(config.train);
+    if (batch_draws.use_torch) initialise_like_torch(model.parameters(), config.model, batch_draws.torch);
     AdamW adam(model.parameters(), config.optim);
-    Rng batch_rng(static_cast<uint64_t>(config.train.seed) ^ 0x5eedba7c4ULL);
     int64_t step = 0;
-    if (options.resume) step = load_train_state(state_path, model, adam, batch_rng);
+    if (options.resume) step = load_train_state(state_path, model, adam, batch_draws);
     MetricsLog metrics{(fs::path(dir) / "metrics.jsonl").string(), {}};
     if (options.resume) metrics.load_until(step);
 
@@ -222,7 +260,7 @@ nlohmann::json train(const TrainOptions& options) {
     int64_t saved_step = options.resume ? step : -1;  // the step of the checkpoint on disk
     auto save_checkpoint = [&](int64_t at_step) {
         try {
-            save_train_state(state_path, model, adam, batch_rng, config, corpus_text, at_step);
+            save_train_state(state_path, model, adam, batch_draws, config, corpus_text, at_step);
             save_model(model_path, model, corpus.vocab, config, at_step);
         } catch (const std::runtime_error& e) {  // a full disk: say what survived
             throw std::runtime_error(std::string(e.what()) + "; " +
@@ -244,7 +282,7 @@ nlohmann::json train(const TrainOptions& options) {
 
     while (step < total) {
         const double lr = learning_rate(config.optim, step, total);
-        Batch batch = sample_batch(corpus.train, B, T, batch_rng);
+        Batch batch = batch_draws.next(corpus.train, B, T);
         model.parameters().zero_grad();
         Tensor loss = model.loss(batch.inputs, batch.targets);
         const double loss_value = loss.item();

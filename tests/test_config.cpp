@@ -76,6 +76,7 @@ void require_same(const RunConfig& a, const RunConfig& b) {
     CHECK(a.model.n_layers == b.model.n_layers);
     CHECK(a.model.context == b.model.context);
     CHECK(a.model.positions == b.model.positions);
+    CHECK(a.train.rng == b.train.rng);
     CHECK(a.data.path == b.data.path);
     CHECK(a.data.train_path == b.data.train_path);
     CHECK(a.data.val_path == b.data.val_path);
@@ -109,7 +110,7 @@ RunConfig unusual_config() {
     c.data.val_path = "../elsewhere/val.txt";
     c.data.probes_path = "probes.tsv";
     c.data.val_fraction = 0.1 + 0.2;
-    c.train = {123, 7, 11, 13, 17, 42, 3};
+    c.train = {123, 7, 11, 13, 17, 42, 3, "torch"};
     c.optim = {0.0123456789012345, 1.5e-5, 9, 0.05, 0.8, 0.95, 1e-6, 0.5};
     c.logging = {3, false};
     return c;
@@ -133,7 +134,7 @@ TEST_CASE("every key has its documented default", "[config]") {
     CHECK(c.logging.progress_bar);
 
     const std::vector<std::string> keys = config_keys();
-    CHECK(keys.size() == 29);
+    CHECK(keys.size() == 30);
     CHECK(keys.front() == "name");
     for (const char* key : {"model.positions", "data.val_fraction", "train.eval_windows", "optim.grad_clip",
                             "logging.progress_bar"})
@@ -197,6 +198,7 @@ TEST_CASE("Overrides with --set are parsed as TOML values and type-checked", "[c
     CHECK_FALSE(c.logging.progress_bar);
     CHECK(c.name == "my run");
     CHECK(c.train.seed == 8);              // the last one wins
+    CHECK(c.train.rng == "tinyformer");    // the default
 
     const RunConfig quoted = load_config(file, {"data.path=\"x y.txt\""}, false);
     CHECK(quoted.data.path == "x y.txt");  // relative to the working directory, not the file
@@ -308,6 +310,7 @@ TEST_CASE("impossible values name their key and line", "[config]") {
         {"[model]\ncontext = 0\n", "model.context", "got 0, expected an integer >= 1"},
         {"[model]\nn_layers = 0\n", "model.n_layers", "expected an integer >= 1"},
         {"[model]\npositions = \"absolute\"\n", "model.positions", "expected \"rope\" or \"learned\""},
+        {"[train]\nrng = \"numpy\"\n", "train.rng", "got \"numpy\", expected \"tinyformer\" or \"torch\""},
         {"[optim]\nlr = 0\n", "optim.lr", "got 0.0, expected a number > 0"},
         {"[optim]\nlr = -1e-3\n", "optim.lr", "expected a number > 0"},
         {"[optim]\nmin_lr = -1e-5\n", "optim.min_lr", "expected a number in [0, optim.lr = 0.001]"},

@@ -28,6 +28,7 @@ struct TrainConfig {
     int64_t checkpoint_every = 0; // save model + train state every N steps; 0 = at evaluations and the end
     int64_t seed = 1337;          // initialisation and batch sampling
     int64_t threads = 0;          // 0 = all cores
+    std::string rng = "tinyformer"; // whose random stream: "tinyformer" (rng.hpp) or "torch" (torch_rng.hpp)
 };
 
 struct OptimConfig {

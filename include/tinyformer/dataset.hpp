@@ -10,6 +10,7 @@
 #include "tinyformer/rng.hpp"
 #include "tinyformer/tensor.hpp"
 #include "tinyformer/text.hpp"
+#include "tinyformer/torch_rng.hpp"
 
 namespace tinyformer {
 
@@ -52,5 +53,8 @@ struct Batch {
 
 // B windows of T+1 consecutive ids at uniformly random offsets drawn from `rng`.
 Batch sample_batch(const std::vector<int32_t>& ids, int64_t batch_size, int64_t context, Rng& rng);
+// The same windows as torch_model.py train draws them: torch.randint(len(ids) - T - 1, (B,))
+// (so never the very last window, as there).
+Batch sample_batch(const std::vector<int32_t>& ids, int64_t batch_size, int64_t context, TorchRng& rng);
 
 }  // namespace tinyformer

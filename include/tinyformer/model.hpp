@@ -42,10 +42,17 @@ struct ForwardHooks {
 // The contract's parameter names and shapes, in a fixed order.
 std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
 
+class TorchRng;
+// Re-initialises every parameter exactly as ../shared/reference/torch_model.py's Model does
+// after torch.manual_seed: the same recipe as Transformer's own, drawn from PyTorch's
+// generator in PyTorch's construction order (see model.cpp). For `[train] rng = "torch"`.
+void initialise_like_torch(Parameters& params, const ModelConfig& config, TorchRng& rng);
+
 class Transformer {
 public:
     // Initialisation (deterministic from `seed`: one random stream, xoshiro256** with
-    // Box–Muller normals, over the parameters in contract order) follows PyTorch's defaults,
+    // Box–Muller normals, over the parameters in contract order; initialise_like_torch
+    // draws the same recipe from PyTorch's own stream instead) follows PyTorch's defaults,
     // as the reference model uses them: embeddings ~ N(0, 1); every linear weight [out,in]
     // and bias ~ U(-1/√in, 1/√in); layer-norm weights 1, biases 0.
     Transformer(const ModelConfig& config, uint64_t seed, DType dtype = DType::f32);

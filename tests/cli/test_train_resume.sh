@@ -23,23 +23,34 @@ done
 expect_exit 2 "training over an existing run is refused" -- "$tf" train --config "$config" --out "$scratch/a"
 expect_in "$err" "--resume" "the refusal says how to continue"
 
-# Ctrl-C: a checkpoint is saved, the exit is clean; --resume finishes bit-identical.
-"$tf" train --config "$config" --out "$scratch/long" --set train.steps=400 --set logging.log_every=1 \
-  >/dev/null 2>&1 || fail "uninterrupted long run"
-"$tf" train --config "$config" --out "$scratch/cut" --set train.steps=400 --set logging.log_every=1 \
-  >/dev/null 2>"$scratch/cut.err" &
-pid=$!
-for _ in $(seq 1 300); do [[ -s "$scratch/cut/metrics.jsonl" ]] && break; sleep 0.05; done
-sleep 0.2
-kill -INT $pid
-wait $pid; code=$?
-if [[ $code -eq 130 ]]; then pass "Ctrl-C exits with 130"; else fail "Ctrl-C: exit $code, expected 130 (did the run finish first?)"; fi
-grep -q "interrupted at step" "$scratch/cut.err" && pass "Ctrl-C names the step" || fail "no interruption message: $(cat "$scratch/cut.err")"
-"$tf" sample --checkpoint "$scratch/cut" --max-new 5 >/dev/null 2>&1 && pass "the interrupted run's checkpoint loads" \
-  || fail "the interrupted run's checkpoint does not load"
-"$tf" train --resume "$scratch/cut" >/dev/null 2>&1 || fail "resume"
-cmp -s "$scratch/long/model.safetensors" "$scratch/cut/model.safetensors" \
-  && pass "interrupted + resumed = uninterrupted, bit for bit" || fail "resumed weights differ from the uninterrupted run"
+# Ctrl-C: a checkpoint is saved, the exit is clean; --resume finishes bit-identical. Once
+# with tinyformer's generator, once with PyTorch's (whose state is 624 words and a kept normal).
+interrupt_and_resume() {  # NAME [--set K=V]...
+  local name=$1; shift
+  "$tf" train --config "$config" --out "$scratch/long$name" --set train.steps=400 --set logging.log_every=1 "$@" \
+    >/dev/null 2>&1 || fail "uninterrupted long run ($name)"
+  "$tf" train --config "$config" --out "$scratch/cut$name" --set train.steps=400 --set logging.log_every=1 "$@" \
+    >/dev/null 2>"$scratch/cut.err" &
+  local pid=$! code
+  for _ in $(seq 1 300); do [[ -s "$scratch/cut$name/metrics.jsonl" ]] && break; sleep 0.05; done
+  sleep 0.2
+  kill -INT $pid
+  wait $pid; code=$?
+  if [[ $code -eq 130 ]]; then pass "Ctrl-C exits with 130 (${name:-own rng})"; else fail "Ctrl-C: exit $code, expected 130 (did the run finish first?)"; fi
+  grep -q "interrupted at step" "$scratch/cut.err" && pass "Ctrl-C names the step" || fail "no interruption message: $(cat "$scratch/cut.err")"
+  "$tf" sample --checkpoint "$scratch/cut$name" --max-new 5 >/dev/null 2>&1 && pass "the interrupted run's checkpoint loads" \
+    || fail "the interrupted run's checkpoint does not load"
+  "$tf" train --resume "$scratch/cut$name" >/dev/null 2>&1 || fail "resume ($name)"
+  cmp -s "$scratch/long$name/model.safetensors" "$scratch/cut$name/model.safetensors" \
+    && pass "interrupted + resumed = uninterrupted, bit for bit (${name:-own rng})" || fail "resumed weights differ from the uninterrupted run ($name)"
+}
+interrupt_and_resume "" # tinyformer's generator
+interrupt_and_resume "_torch" --set train.rng=torch
+cmp -s "$scratch/long/model.safetensors" "$scratch/long_torch/model.safetensors" \
+  && fail "train.rng = \"torch\" changed nothing" || pass "train.rng = \"torch\" draws other weights and batches"
+expect_exit 2 "resume with another train.rng refused" -- "$tf" train --resume "$scratch/cut_torch" --set train.rng=tinyformer \
+  --set train.steps=420
+expect_in "$err" "train.rng" "the refusal names train.rng"
 
 # A loss that stops being finite ends training with exit 1, naming the step, and keeps the
 # last good checkpoint untouched.

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Train the same run in tinyformer and in the PyTorch reference, step by step, and compare.
+
+A developer's tool, not part of the test suite (the tests must not need PyTorch). Needs
+Debian's PyTorch: apt-get install -y python3-torch libopenblas0-openmp; run with /usr/bin/python3.
+
+  scripts/train_vs_torch.py CONFIG TEXT [--steps N] [--set K=V]... [--tinyformer build/tinyformer]
+
+tinyformer trains CONFIG on TEXT with train.rng = "torch", so that it draws its initial
+weights and its batches as torch_model.py train does with the same seed. This script then
+runs torch_model.py's own training loop (its Model, its AdamW groups, its schedule and
+clipping, the same settings read from tinyformer's resolved config) while recording every
+step's loss, and prints:
+  - each step's two losses (the first 10, then every tenth) and the largest difference (step
+    1's loss agrees to float rounding only if the initial weights and the first batch do),
+  - both final weights' largest relative difference and both validation losses.
+Both engines run with the config's thread count (train.threads, 0 = 2 here).
+"""
+import argparse, importlib.util, json, math, os, subprocess, sys, tempfile, time, tomllib
+
+here = os.path.dirname(os.path.abspath(__file__))
+reference_path = os.path.join(here, "..", "..", "shared", "reference", "torch_model.py")
+spec = importlib.util.spec_from_file_location("torch_model", reference_path)
+ref = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ref)
+torch = ref.torch
+
+
+def train_tinyformer(exe, config, text, overrides, out):
+    cmd = [exe, "train", "--config", config, "--out", out, "--force", "--set", f"data.path={os.path.abspath(text)}",
+           "--set", "train.rng=torch", "--set", "logging.log_every=1", "--set", "train.eval_every=0"]
+    for kv in overrides:
+        cmd += ["--set", kv]
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    losses = [json.loads(line)["loss"] for line in open(os.path.join(out, "metrics.jsonl"))]
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    weights, _ = ref.read_safetensors(os.path.join(out, "model.safetensors"))
+    with open(os.path.join(out, "config.toml"), "rb") as f:
+        resolved = tomllib.load(f)
+    return losses, summary, weights, resolved, wall
+
+
+def train_torch(c, text_path):
+    """torch_model.py's cmd_train, with each step's loss recorded (the same statements)."""
+    torch.set_num_threads(c["threads"])
+    torch.manual_seed(c["seed"])
+    text = open(text_path, encoding="utf-8").read()
+    vocab = sorted(set(text))
+    stoi = {ch: i for i, ch in enumerate(vocab)}
+    ids = torch.tensor([stoi[ch] for ch in text])
+    n = int((1 - c["val_fraction"]) * len(ids))
+    train, val = ids[:n], ids[n:]
+    T, B = c["context"], c["batch"]
+    m = ref.Model(len(vocab), c["d_model"], c["n_heads"], c["n_layers"], T, c["positions"])
+    decay = [p for p in m.parameters() if p.dim() >= 2]
+    rest = [p for p in m.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": c["weight_decay"]},
+                             {"params": rest, "weight_decay": 0.0}], lr=c["lr"], betas=(c["beta1"], c["beta2"]),
+                            eps=c["eps"])
+
+    def lr_at(it):
+        if it < c["warmup"]:
+            return c["lr"] * (it + 1) / (c["warmup"] + 1)
+        r = min(1.0, (it - c["warmup"]) / max(1, c["steps"] - c["warmup"]))
+        return c["min_lr"] + 0.5 * (1 + math.cos(math.pi * r)) * (c["lr"] - c["min_lr"])
+
+    losses = []
+    for it in range(c["steps"]):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(it)
+        ix = torch.randint(len(train) - T - 1, (B,))
+        x = torch.stack([train[i:i + T] for i in ix])
+        y = torch.stack([train[i + 1:i + T + 1] for i in ix])
+        _, loss = m(x, y)
+        losses.append(loss.item())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), c["grad_clip"])
+        opt.step()
+    tot, cnt = 0.0, 0
+    with torch.no_grad():
+        for k in range(0, len(val) - 1, T):
+            w = val[k:k + T + 1]
+            _, l = m(w[:-1][None], w[1:][None])
+            tot += l.item() * (len(w) - 1)
+            cnt += len(w) - 1
+    return losses, tot / cnt, m.state_dict()
+
+
+def largest_difference(ours, theirs, relative):
+    worst, worst_name = 0.0, None
+    for name, value in theirs.items():
+        if name not in ours:
+            sys.exit(f"tinyformer's checkpoint has no {name}")
+        a = torch.tensor(ours[name]).reshape(value.shape) if not torch.is_tensor(ours[name]) else ours[name]
+        diff = (a - value).abs().max().item()
+        if relative:
+            diff /= max(value.abs().max().item(), 1e-12)
+        if diff > worst:
+            worst, worst_name = diff, name
+    return worst, worst_name
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config")
+    p.add_argument("text")
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--set", dest="overrides", action="append", default=[])
+    p.add_argument("--tinyformer", default=os.path.join(here, "..", "build", "tinyformer"))
+    a = p.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        losses, summary, weights, resolved, wall = train_tinyformer(
+            a.tinyformer, a.config, a.text, a.overrides + [f"train.steps={a.steps}"], os.path.join(tmp, "run"))
+    model, train_c, optim, data = resolved["model"], resolved["train"], resolved["optim"], resolved["data"]
+    if not data.get("path"):
+        sys.exit("the reference trains on one text split by val_fraction: give data.path")
+    c = dict(d_model=model["d_model"], n_heads=model["n_heads"], n_layers=model["n_layers"], context=model["context"],
+             positions=model["positions"], batch=train_c["batch_size"], steps=train_c["steps"], seed=train_c["seed"],
+             threads=train_c["threads"] or 2, lr=optim["lr"], min_lr=optim["min_lr"], warmup=optim["warmup_steps"],
+             weight_decay=optim["weight_decay"], beta1=optim["beta1"], beta2=optim["beta2"], eps=optim["eps"],
+             grad_clip=optim["grad_clip"], val_fraction=data["val_fraction"])
+    start = time.perf_counter()
+    torch_losses, torch_val, torch_final = train_torch(c, a.text)
+    torch_wall = time.perf_counter() - start
+
+    print(f"{'step':>6} {'tinyformer':>12} {'torch':>12} {'difference':>12}")
+    for i, (x, y) in enumerate(zip(losses, torch_losses)):
+        if i < 10 or (i + 1) % 10 == 0 or i + 1 == len(losses):
+            print(f"{i + 1:>6} {x:>12.6f} {y:>12.6f} {x - y:>+12.2e}")
+    worst = max(range(len(losses)), key=lambda i: abs(losses[i] - torch_losses[i]))
+    print(f"largest loss difference over {len(losses)} steps: {losses[worst] - torch_losses[worst]:+.2e} at step {worst + 1}")
+    final_diff, final_name = largest_difference(weights, torch_final, relative=True)
+    print(f"final weights: largest relative difference {final_diff:.2e} ({final_name})")
+    print(f"validation loss: tinyformer {summary['val_loss']:.6f}  torch {torch_val:.6f}  difference {summary['val_loss'] - torch_val:+.2e}")
+    print(f"wall time (train + final evaluation): tinyformer {wall:.1f} s ({summary['train_seconds']:.1f} s training)"
+          f"  torch {torch_wall:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
