@@ -170,6 +170,8 @@ TEST_CASE("the shipped configs load", "[config]") {
     CHECK(s.model.context == 64);
     CHECK(s.train.batch_size == 12);
     CHECK(s.train.steps == 2000);
+    CHECK(s.train.seed == 1337);
+    CHECK(s.train.rng == "torch");  // the same draws as the reference's run with this seed
     CHECK(s.optim.lr == 1e-3);
     CHECK(s.optim.min_lr == 1e-4);
     CHECK(s.optim.beta2 == 0.99);
