@@ -154,6 +154,7 @@ keys=(
   "train.eval_windows|[]|an integer|0|an integer >= 1"
   "train.checkpoint_every|0.5|an integer|-1|an integer >= 0"
   "train.seed|\"x\"|an integer|-1|an integer >= 0"
+  "train.rng|7|a string|\"numpy\"|\"tinyformer\" or \"torch\""
   "train.threads|1e3|an integer|-1|an integer >= 0"
   "optim.lr|\"fast\"|a finite number|0|a number > 0"
   "optim.min_lr|nan|a finite number|1.0|a number in [0, optim.lr"
