@@ -77,23 +77,34 @@ std::string TorchRng::state() const {
 }
 
 void TorchRng::set_state(const std::string& text) {
+    const std::invalid_argument malformed("not a torch generator state (624 + 1 integers, then the cached normal)");
     std::istringstream in(text);
+    // The twister: its 624 32-bit words, then its position in them (at most 624).
+    std::string twister_text, word;
+    for (int i = 0; i <= 624; ++i) {
+        if (!(in >> word) || word.size() > 10 || word.find_first_not_of("0123456789") != std::string::npos)
+            throw malformed;
+        const uint64_t value = std::stoull(word);
+        if (value > (i < 624 ? 0xffffffffULL : 624ULL)) throw malformed;
+        twister_text += word + ' ';
+    }
     std::mt19937 engine;
-    std::string normal_word;
-    in >> engine >> normal_word;
+    std::istringstream(twister_text) >> engine;
+    // Then "no-normal", or "normal" and the kept sine as a hex float.
     std::optional<double> next;
-    if (in && normal_word == "normal") {
-        std::string number;
+    std::string normal_word, number;
+    in >> normal_word;
+    if (normal_word == "normal") {
         in >> number;
         char* end = nullptr;
         const double value = std::strtod(number.c_str(), &end);
-        if (number.empty() || *end != '\0' || !std::isfinite(value)) in.setstate(std::ios::failbit);
+        if (number.empty() || *end != '\0' || !std::isfinite(value)) throw malformed;
         next = value;
     } else if (normal_word != "no-normal") {
-        in.setstate(std::ios::failbit);
+        throw malformed;
     }
     std::string rest;
-    if (!in || (in >> rest)) throw std::invalid_argument("not a torch generator state (624 + 1 integers, then the cached normal)");
+    if (in >> rest) throw malformed;
     engine_ = engine;
     next_double_normal_ = next;
 }

@@ -132,7 +132,11 @@ TEST_CASE("TorchRng's state round-trips, the kept normal included, and malformed
     with_sine.set_state(state);
     CHECK(drawn_normal(fresh, 1, 0.0, 1.0) != drawn_normal(with_sine, 1, 0.0, 1.0));
 
+    const std::string twister = state.substr(0, state.rfind("normal"));
+    const std::string first_word = state.substr(0, state.find(' '));
     for (const std::string& bad : {std::string(""), std::string("1 2 3"), state + " extra",
+                                  "4294967296" + state.substr(first_word.size()),  // a word of 33 bits
+                                  "-1" + state.substr(first_word.size()),
                                   state.substr(0, state.rfind("normal")) + "normal nan",
                                   state.substr(0, state.rfind("normal")) + "maybe"}) {
         INFO(bad.substr(0, 40));

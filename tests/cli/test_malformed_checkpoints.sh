@@ -155,9 +155,9 @@ row device "is not a regular file" /dev/zero
 [[ $rows -ge 20 ]] && pass "$rows malformed checkpoints in the table" || fail "only $rows rows"
 
 # A malformed training state is refused by --resume the same way (exit 2, naming it).
-resume_row() {  # resume_row NAME MESSAGE: train_state.safetensors replaced by $scratch/NAME
+resume_row() {  # resume_row NAME MESSAGE [RUN]: RUN's (default run) train_state.safetensors replaced by $scratch/NAME
   rows=$((rows + 1))
-  rm -rf "$scratch/resume_run" && cp -r "$scratch/run" "$scratch/resume_run"
+  rm -rf "$scratch/resume_run" && cp -r "$scratch/${3:-run}" "$scratch/resume_run"
   cp "$scratch/$1" "$scratch/resume_run/train_state.safetensors"
   expect_exit 2 "--resume with $1" -- timeout 60 "$tf" train --resume "$scratch/resume_run" --set train.steps=50
   expect_in "$err" "$2" "--resume with $1 names it: $err"
@@ -178,4 +178,17 @@ resume_row state_bad_rng "rng.0"
 cp "$good_state" "$scratch/state_nan"
 printf '\000\000\300\177' | dd of="$scratch/state_nan" bs=1 seek=$((8 + ${#state_header})) conv=notrunc status=none
 resume_row state_nan "NaN"
+# A run with train.rng = "torch" keeps PyTorch's generator as text: the twister's 624 words,
+# its position and the kept normal.
+"$tf" train --config "$config" --out "$scratch/run_torch" --set train.rng=torch >/dev/null 2>&1 \
+  || fail "training the tiny model with train.rng=torch"
+torch_state="$scratch/run_torch/train_state.safetensors"
+torch_header=$(header_of "$torch_state")
+data_of "$torch_state" >"$scratch/torch_state_data.bin"
+assemble "$scratch/state_bad_torch_rng" "$(printf '%s' "$torch_header" | sed 's/"rng\.torch":"[0-9]*/"rng.torch":"x/')" \
+  "$scratch/torch_state_data.bin"
+resume_row state_bad_torch_rng '"rng.torch": not a torch generator state' run_torch
+assemble "$scratch/state_short_torch_rng" \
+  "$(printf '%s' "$torch_header" | sed 's/"rng\.torch":"[0-9 ]*/"rng.torch":"1 2 3 /')" "$scratch/torch_state_data.bin"
+resume_row state_short_torch_rng '"rng.torch": not a torch generator state' run_torch
 finish
