@@ -16,6 +16,9 @@
 //                        transformed again. Fewer than 16: one double normal at a time from
 //                        two 53-bit uniforms, the sine half kept for the next value;
 //   randint(high)        one 32-bit output modulo high (high < 2^32).
+// Every number is bit-identical to torch's except the normals of 16 or more values: torch
+// takes their logarithms, sines and cosines from AVX polynomials (avx_mathfun.h), this from
+// libm, so they agree to a few float roundings (≤ 1.4e-6 for N(0, 1) draws).
 #pragma once
 
 #include <cstdint>
