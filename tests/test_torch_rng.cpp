@@ -99,6 +99,18 @@ TEST_CASE("initialise_like_torch gives torch_model.py's initial weights and leav
     }
 }
 
+TEST_CASE("initialise_like_torch draws the same float32 numbers into a float64 model", "[torch_rng]") {
+    ModelConfig config{11, 16, 2, 1, 8, "learned"};
+    Transformer single(config, 7), twice(config, 7, DType::f64);
+    TorchRng a(7), b(7);
+    initialise_like_torch(single.parameters(), config, a);
+    initialise_like_torch(twice.parameters(), config, b);
+    for (size_t i = 0; i < single.parameters().named().size(); ++i) {
+        INFO(single.parameters().named()[i].first);
+        CHECK(single.parameters().named()[i].second.to_vector() == twice.parameters().named()[i].second.to_vector());
+    }
+}
+
 TEST_CASE("a batch drawn with TorchRng takes torch.randint(len - T - 1) starts", "[torch_rng]") {
     std::vector<int32_t> ids(50);
     for (int32_t i = 0; i < 50; ++i) ids[i] = i;  // id = position, so a window shows its start
