@@ -56,14 +56,16 @@ std::vector<ParameterSpec> parameter_specs(const ModelConfig& c) {
     return specs;
 }
 
+// blocks.<i>.ln1.*, blocks.<i>.ln2.* and ln_f.*: weight 1, bias 0, nothing drawn.
+static bool is_layer_norm(const std::string& name) {
+    return name.find(".ln") != std::string::npos || name.rfind("ln_f.", 0) == 0;
+}
+
 // PyTorch's default initialisation, so that a run matches the reference's recipe:
 // nn.Embedding ~ N(0, 1); nn.Linear weight [out,in] and bias ~ U(-1/√in, 1/√in);
 // nn.LayerNorm weight 1, bias 0.
 static void initialise(Parameters& params, uint64_t seed) {
     Rng rng(seed);
-    auto ends_with = [](const std::string& s, const std::string& tail) {
-        return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-    };
     auto fill = [](Tensor p, const std::function<double()>& draw) {
         for (int64_t i = 0; i < p.numel(); ++i) {
             const double value = draw();
@@ -73,13 +75,12 @@ static void initialise(Parameters& params, uint64_t seed) {
     };
     for (const auto& [name, param] : params.named()) {
         Tensor p = param;
-        const bool layer_norm = name.find(".ln") != std::string::npos || name.rfind("ln_f.", 0) == 0;
-        if (layer_norm) {
-            p.fill(ends_with(name, ".weight") ? 1.0 : 0.0);
+        if (is_layer_norm(name)) {
+            p.fill(name.ends_with(".weight") ? 1.0 : 0.0);
         } else if (name == "tok_emb.weight" || name == "pos_emb.weight") {
             fill(p, [&] { return rng.normal(0.0, 1.0); });
         } else {  // a linear layer's weight [out,in], or its bias [out]
-            const std::string weight_name = ends_with(name, ".bias") ? name.substr(0, name.size() - 4) + "weight" : name;
+            const std::string weight_name = name.ends_with(".bias") ? name.substr(0, name.size() - 4) + "weight" : name;
             const double bound = 1.0 / std::sqrt(static_cast<double>(params.get(weight_name).dim(1)));
             fill(p, [&] { return (2.0 * rng.uniform() - 1.0) * bound; });
         }
@@ -92,8 +93,7 @@ static void initialise(Parameters& params, uint64_t seed) {
 // does), fc1 weight then bias, fc2 weight then bias; last lm_head. Layer norms draw nothing.
 void initialise_like_torch(Parameters& params, const ModelConfig& config, TorchRng& rng) {
     for (const auto& [name, param] : params.named()) {
-        const bool layer_norm = name.find(".ln") != std::string::npos || name.rfind("ln_f.", 0) == 0;
-        if (layer_norm) {
+        if (is_layer_norm(name)) {
             Tensor p = param;
             p.fill(name.ends_with(".weight") ? 1.0 : 0.0);
         }
