@@ -89,9 +89,8 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
             k = rope(k, options.rope_start);
         }
     }
-    Tensor scores = matmul(q, k, false, true, 1.0 / std::sqrt(static_cast<double>(d)));        // [B,H,Tq,Tk]
-    Tensor weights = softmax(scores, options.causal);                                          // [B,H,Tq,Tk]
-    Tensor heads = matmul(weights, v);                                                         // [B,H,Tq,d]
+    // weights = softmax(q kᵀ / sqrt(d) + mask) [B,H,Tq,Tk], heads = weights v [B,H,Tq,d]
+    auto [heads, weights] = scaled_dot_product_attention(q, k, v, 1.0 / std::sqrt(static_cast<double>(d)), options.causal);
     Tensor used = options.ablate_head < 0 ? heads : ablate_head(heads, options.ablate_head, options.ablate_with);
     Tensor output = linear(merge_heads(used), out_proj);                                       // [B,Tq,D]
     return {output, weights, heads};

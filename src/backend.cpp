@@ -3,6 +3,44 @@
 
 namespace tinyformer {
 
+// The products of attention for a batch of (batch, head) pairs, each Tq×Tk or T×d: how
+// GemmSpec describes op(a) @ op(b) when a, b and c are whole [n, rows, cols] blocks.
+static GemmSpec attention_product(int64_t pairs, int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b,
+                                  double alpha) {
+    GemmSpec spec;
+    spec.batch = pairs, spec.M = M, spec.N = N, spec.K = K;
+    spec.trans_a = trans_a, spec.trans_b = trans_b;
+    spec.stride_a = M * K, spec.stride_b = K * N, spec.stride_c = M * N;
+    spec.alpha = alpha;
+    return spec;
+}
+
+// weights = softmax(alpha · q kᵀ), heads = weights v.
+void Backend::attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, double alpha, bool causal,
+                                Tensor& heads, Tensor& weights) {
+    const int64_t Tq = q.dim(-2), Tk = k.dim(-2), d = q.dim(-1), pairs = q.numel() / (Tq * d);
+    Tensor scores = Tensor::empty(weights.shape(), weights.dtype());                          // [..., Tq, Tk]
+    gemm(q, k, scores, attention_product(pairs, Tq, Tk, d, false, true, alpha));              // alpha · q kᵀ
+    softmax_forward(scores, causal, weights);                                                 // [..., Tq, Tk]
+    gemm(weights, v, heads, attention_product(pairs, Tq, d, Tk, false, false, 1.0));          // [..., Tq, d]
+}
+
+// heads = P v and P = softmax(S), S = alpha · q kᵀ:
+//   dv = Pᵀ d_heads,  dP = d_heads vᵀ,  dS = softmax_backward(P, dP),
+//   dq = alpha · dS k,  dk = alpha · dSᵀ q.
+void Backend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& weights,
+                                 const Tensor& d_heads, double alpha, bool /*causal: in weights' zeros*/,
+                                 Tensor& dq, Tensor& dk, Tensor& dv) {
+    const int64_t Tq = q.dim(-2), Tk = k.dim(-2), d = q.dim(-1), pairs = q.numel() / (Tq * d);
+    gemm(weights, d_heads, dv, attention_product(pairs, Tk, d, Tq, true, false, 1.0));        // [..., Tk, d]
+    Tensor d_weights = Tensor::empty(weights.shape(), weights.dtype());                       // [..., Tq, Tk]
+    gemm(d_heads, v, d_weights, attention_product(pairs, Tq, Tk, d, false, true, 1.0));
+    Tensor d_scores = Tensor::empty(weights.shape(), weights.dtype());                        // [..., Tq, Tk]
+    softmax_backward(weights, d_weights, d_scores);
+    gemm(d_scores, k, dq, attention_product(pairs, Tq, d, Tk, false, false, alpha));          // [..., Tq, d]
+    gemm(d_scores, q, dk, attention_product(pairs, Tk, d, Tq, true, false, alpha));           // [..., Tk, d]
+}
+
 static std::unique_ptr<Backend>& current_backend() {
     static std::unique_ptr<Backend> instance = make_reference_backend();
     return instance;

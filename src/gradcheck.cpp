@@ -132,6 +132,13 @@ std::vector<GradCheckResult> run_gradcheck_suite(const GradCheckSettings& settin
     check("softmax", [](auto& x) { return softmax(x[0]); }, {in({2, 3, 7})});
     check("softmax_causal", [](auto& x) { return softmax(x[0], true); }, {in({2, 2, 5, 5})});
     check("softmax_causal_offset", [](auto& x) { return softmax(x[0], true); }, {in({1, 2, 3, 5})});
+    check("attention_causal", [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.4, true).heads; },
+          {in({2, 2, 5, 3}), in({2, 2, 5, 3}), in({2, 2, 5, 3})});
+    check("attention_causal_offset",
+          [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.6, true).heads; },
+          {in({1, 2, 3, 4}), in({1, 2, 6, 4}), in({1, 2, 6, 4})});
+    check("attention_unmasked", [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.5, false).heads; },
+          {in({2, 4, 3}), in({2, 5, 3}), in({2, 5, 3})});
     check("rope", [](auto& x) { return rope(x[0]); }, {in({2, 2, 5, 6})});
     check("rope_start", [](auto& x) { return rope(x[0], 7); }, {in({1, 3, 1, 4})});
     Tensor targets = random_ids(rng, {2, 3}, 7);

@@ -139,6 +139,23 @@ std::vector<OpCase> op_cases() {
         {"softmax", {{5, 7, 3}}, [](auto& x) { return softmax(x[0]); }},
         {"softmax causal", {{2, 3, 7, 7}}, [](auto& x) { return softmax(x[0], true); }},
         {"softmax causal Tq < Tk", {{2, 3, 5, 9}}, [](auto& x) { return softmax(x[0], true); }},
+        // attention: the oneDNN backend's per-(batch, head) blocks (causal, T and d multiples of
+        // 16: one to four 16-lane columns, and T = 128 in two 64-column strips), and the
+        // composition it keeps for every other shape
+        {"attention causal T 64 d 32", {{2, 3, 64, 32}, {2, 3, 64, 32}, {2, 3, 64, 32}},
+         [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.17, true).heads; }},
+        {"attention causal T 128 d 64", {{1, 2, 128, 64}, {1, 2, 128, 64}, {1, 2, 128, 64}},
+         [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.125, true).heads; }},
+        {"attention causal T 16 d 48", {{3, 16, 48}, {3, 16, 48}, {3, 16, 48}},
+         [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.3, true).heads; }},
+        {"attention causal T 32 d 16", {{2, 1, 32, 16}, {2, 1, 32, 16}, {2, 1, 32, 16}},
+         [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.25, true).heads; }},
+        {"attention causal T 7 (composed)", {{2, 2, 7, 8}, {2, 2, 7, 8}, {2, 2, 7, 8}},
+         [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.35, true).heads; }},
+        {"attention causal Tq < Tk (composed)", {{2, 2, 16, 16}, {2, 2, 32, 16}, {2, 2, 32, 16}},
+         [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.25, true).heads; }},
+        {"attention unmasked (composed)", {{2, 2, 5, 8}, {2, 2, 9, 8}, {2, 2, 9, 8}},
+         [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.35, false).heads; }},
         {"rope", {{2, 3, 7, 8}}, [](auto& x) { return rope(x[0]); }},
         {"rope from position 5", {{2, 3, 7, 8}}, [](auto& x) { return rope(x[0], 5); }},
         {"cross_entropy", {{2, 5, 79}}, [ids](auto& x) { return cross_entropy(x[0], ids({2, 5}, 79)); }},
@@ -201,6 +218,24 @@ TEST_CASE("the oneDNN causal softmax gives the future exactly 0", "[parity]") {
             if (j > r % Tq + (Tk - Tq)) REQUIRE(w.at(r * Tk + j) == 0.0);
 }
 
+TEST_CASE("the oneDNN attention's weights agree, and give the future exactly 0", "[parity]") {
+    for (const Shape& shape : {Shape{2, 3, 64, 32}, Shape{1, 2, 128, 64}, Shape{2, 16, 48}, Shape{1, 2, 7, 8}}) {
+        INFO(shape_str(shape));
+        auto weights = [&] {
+            const Tensor q = random_tensor(shape, 1, DType::f32, 3.0), k = random_tensor(shape, 2, DType::f32, 3.0),
+                         v = random_tensor(shape, 3, DType::f32);
+            return scaled_dot_product_attention(q, k, v, 0.2, true).weights;
+        };
+        const Tensor want = computed_by(make_reference_backend(), weights);
+        const Tensor got = computed_by(make_onednn_backend(), weights);
+        REQUIRE(got.shape() == want.shape());
+        CHECK(relative_error(got, want) <= kTolerance);
+        const int64_t T = shape[shape.size() - 2];
+        for (int64_t r = 0; r < got.numel() / T; ++r)
+            for (int64_t j = r % T + 1; j < T; ++j) REQUIRE(got.at(r * T + j) == 0.0);
+    }
+}
+
 TEST_CASE("the oneDNN backend trains the model as the reference does", "[parity]") {
     for (const std::string positions : {"rope", "learned"}) {
         auto loss_and_gradients = [&] { return model_loss_and_gradients(positions); };
@@ -256,4 +291,28 @@ TEST_CASE("the backend's vectorised exp is within 2 ulp of libm's over float's r
     CHECK(tinyformer::detail::fast_exp(0.0f) == 1.0f);
     CHECK(tinyformer::detail::fast_exp(-1000.0f) < 1e-37f);  // clamped, not 0, never NaN
     CHECK(std::isfinite(tinyformer::detail::fast_exp(1000.0f)));
+}
+
+TEST_CASE("the backend's sixteen-lane exp agrees with its one-float exp in every lane", "[parity][exp]") {
+    using tinyformer::detail::Vec16;
+    double worst = 0;
+    for (float start = -87.0f; start <= 88.0f; start += 16 * 0.0137f) {
+        Vec16 x;
+        for (int lane = 0; lane < 16; ++lane) x[lane] = std::min(start + lane * 0.0137f, 88.0f);  // the clamp's range
+        const Vec16 e = tinyformer::detail::fast_exp(x);
+        for (int lane = 0; lane < 16; ++lane) {
+            const double exact = std::exp(static_cast<double>(x[lane]));
+            worst = std::max(worst, std::fabs(e[lane] - exact) / exact);
+            // the same steps, the same floats: equal but for n's rounding at a tie
+            REQUIRE(std::fabs(e[lane] - tinyformer::detail::fast_exp(x[lane])) <= 2.5e-7 * exact);
+        }
+    }
+    CHECK(worst < 2.5e-7);
+    Vec16 extremes = {};
+    extremes[1] = -1000.0f, extremes[2] = 1000.0f, extremes[3] = -std::numeric_limits<float>::infinity();
+    const Vec16 e = tinyformer::detail::fast_exp(extremes);
+    CHECK(e[0] == 1.0f);
+    CHECK(e[1] < 1e-37f);  // clamped, not 0, never NaN
+    CHECK(e[3] < 1e-37f);
+    CHECK(std::isfinite(e[2]));
 }

@@ -70,6 +70,18 @@ public:
     virtual void softmax_forward(const Tensor& x, bool causal, Tensor& y) = 0;
     virtual void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;
 
+    // Scaled dot-product attention for every (batch, head) at once: q [..., Tq, d] and
+    // k, v [..., Tk, d] → weights = softmax(alpha · q kᵀ) [..., Tq, Tk], causal as
+    // softmax_forward masks it, and heads = weights v [..., Tq, d]. The backward takes the
+    // forward's weights and d_heads and overwrites dq, dk and dv. By default both are the
+    // composition of gemm and softmax (src/backend.cpp), which is also their definition; a
+    // backend may do the whole of it per (batch, head) instead, keeping the blocks in cache.
+    virtual void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, double alpha, bool causal,
+                                   Tensor& heads, Tensor& weights);
+    virtual void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& weights,
+                                    const Tensor& d_heads, double alpha, bool causal, Tensor& dq, Tensor& dk,
+                                    Tensor& dv);
+
     // Rotates pairs (2j, 2j+1) of x [..., T, d] at position start + t by angle
     // (start + t) * 10000^(-2j/d); `inverse` rotates by the negative angle (the backward).
     virtual void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) = 0;

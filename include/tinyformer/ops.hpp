@@ -47,6 +47,16 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 Tensor gelu(const Tensor& x);
 // Softmax over the last axis; see Backend::softmax_forward for the causal mask.
 Tensor softmax(const Tensor& x, bool causal = false);
+// Scaled dot-product attention over the last two axes, for every (batch, head) at once:
+// q [..., Tq, d], k and v [..., Tk, d] → weights = softmax(alpha · q kᵀ) [..., Tq, Tk]
+// (causal: query i reads key j only when j <= i + Tk - Tq) and heads = weights v [..., Tq, d].
+// The gradient reaches q, k and v through `heads`; `weights` are the forward's values, kept for
+// reading (inspect draws them) and carry no gradient of their own.
+struct Attended {
+    Tensor heads;    // [..., Tq, d]
+    Tensor weights;  // [..., Tq, Tk]
+};
+Attended scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, double alpha, bool causal);
 // Rotary positions on x [..., T, d] (d even) for positions start .. start+T-1.
 Tensor rope(const Tensor& x, int64_t start = 0);
 // Mean cross-entropy of logits [..., V] against target ids (i32) of shape [...]. A scalar.

@@ -91,6 +91,17 @@ public:
     void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
         timed("softmax_backward " + dims(y.shape()), [&] { inner_->softmax_backward(y, dy, dx); });
     }
+    void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, double alpha, bool causal,
+                           Tensor& heads, Tensor& weights) override {
+        timed(std::string(causal ? "attention_forward causal " : "attention_forward ") + dims(weights.shape()),
+              [&] { inner_->attention_forward(q, k, v, alpha, causal, heads, weights); });
+    }
+    void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& weights,
+                            const Tensor& d_heads, double alpha, bool causal, Tensor& dq, Tensor& dk,
+                            Tensor& dv) override {
+        timed(std::string(causal ? "attention_backward causal " : "attention_backward ") + dims(weights.shape()),
+              [&] { inner_->attention_backward(q, k, v, weights, d_heads, alpha, causal, dq, dk, dv); });
+    }
     void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) override {
         timed(std::string(inverse ? "rope_backward " : "rope_forward ") + dims(x.shape()),
               [&] { inner_->rope(x, start, inverse, out); });

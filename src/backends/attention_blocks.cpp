@@ -1,0 +1,173 @@
+#include "attention_blocks.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "fast_exp.hpp"
+
+namespace tinyformer::detail {
+namespace {
+
+constexpr int64_t kLanes = 16;  // floats in a Vec16
+
+Vec16 load(const float* p) {
+    Vec16 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+void store(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
+
+// The sum and the largest of a Vec16's lanes: the upper half folded onto the lower, four times.
+float lane_sum(Vec16 v) {
+    v += __builtin_shuffle(v, Int16{8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
+    v += __builtin_shuffle(v, Int16{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
+    v += __builtin_shuffle(v, Int16{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
+    v += __builtin_shuffle(v, Int16{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14});
+    return v[0];
+}
+float lane_max(Vec16 v) {
+    Vec16 other = __builtin_shuffle(v, Int16{8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
+    v = v > other ? v : other;
+    other = __builtin_shuffle(v, Int16{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
+    v = v > other ? v : other;
+    other = __builtin_shuffle(v, Int16{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
+    v = v > other ? v : other;
+    other = __builtin_shuffle(v, Int16{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14});
+    v = v > other ? v : other;
+    return v[0];
+}
+
+// The product's inner loop, for R rows and 16·V columns held in R·V registers (R·V <= 16):
+//   c[r][j] = Σ_{i<K} a(r, i) · b[i][j],  a(r, i) = a[r·a_row + i·a_step],  b's rows ldb apart.
+// a is read one element at a time (broadcast to every lane), so a may be a matrix's rows
+// (a_row = its width, a_step = 1) or its columns, i.e. its transpose (a_row = 1, a_step = its width).
+template <int R, int V>
+void block_of_rows(const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb, int64_t K, float* c,
+                   int64_t ldc) {
+    Vec16 sum[R][V] = {};
+    for (int64_t i = 0; i < K; ++i) {
+        Vec16 b_row[V];
+        for (int j = 0; j < V; ++j) b_row[j] = load(b + i * ldb + j * kLanes);
+        for (int r = 0; r < R; ++r) {
+            const float a_ri = a[r * a_row + i * a_step];
+            for (int j = 0; j < V; ++j) sum[r][j] += a_ri * b_row[j];
+        }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < V; ++j) store(c + r * ldc + j * kLanes, sum[r][j]);
+}
+
+// Rows a product computes together for a result `width` columns wide: 8 when it is one or
+// two registers wide, else 4, so that 8 to 16 registers of sums share each load of b.
+int64_t rows_per_block(int64_t width) { return width <= 2 * kLanes ? 8 : 4; }
+
+// c [R, width] = a(R rows, K) @ b [K, width], R = rows_per_block(width), width a multiple
+// of 16, in strips of up to 64 columns.
+void product_of_rows(const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb, int64_t K,
+                     int64_t width, float* c, int64_t ldc) {
+    if (rows_per_block(width) == 8) {
+        if (width == kLanes) block_of_rows<8, 1>(a, a_row, a_step, b, ldb, K, c, ldc);
+        else block_of_rows<8, 2>(a, a_row, a_step, b, ldb, K, c, ldc);
+        return;
+    }
+    for (int64_t column = 0; column < width; column += 4 * kLanes) {
+        const float* b_strip = b + column;
+        float* c_strip = c + column;
+        switch (std::min<int64_t>(4, (width - column) / kLanes)) {
+            case 1: block_of_rows<4, 1>(a, a_row, a_step, b_strip, ldb, K, c_strip, ldc); break;
+            case 2: block_of_rows<4, 2>(a, a_row, a_step, b_strip, ldb, K, c_strip, ldc); break;
+            case 3: block_of_rows<4, 3>(a, a_row, a_step, b_strip, ldb, K, c_strip, ldc); break;
+            default: block_of_rows<4, 4>(a, a_row, a_step, b_strip, ldb, K, c_strip, ldc); break;
+        }
+    }
+}
+
+// Columns a row block may touch: its rows read keys up to its last row, in whole 16s.
+int64_t visible_width(int64_t last_row, int64_t T) { return std::min(T, (last_row / kLanes + 1) * kLanes); }
+
+// out [d,T] = in [T,d]ᵀ, so that a product can read a key's or value's features as a row.
+void transpose_into(const float* in, int64_t T, int64_t d, float* out) {
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t c = 0; c < d; ++c) out[c * T + t] = in[t * d + c];
+}
+
+// Row i of the weights, in place: softmax(alpha · scores) over keys 0..i, exactly 0 after.
+// Lanes past key i are masked to -inf before the maximum and to 0 after the exp.
+void causal_softmax_row(float* row, int64_t i, int64_t T, float alpha) {
+    const int64_t width = visible_width(i, T);
+    const Vec16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const Vec16 minus_infinity = Vec16{} - std::numeric_limits<float>::infinity(), zero = {};
+    Vec16 largest = minus_infinity;
+    for (int64_t j = 0; j < width; j += kLanes) {
+        const Vec16 masked = lane + static_cast<float>(j) > static_cast<float>(i) ? minus_infinity : alpha * load(row + j);
+        largest = largest > masked ? largest : masked;
+    }
+    const float max = lane_max(largest);
+    Vec16 sum = {};
+    for (int64_t j = 0; j < width; j += kLanes) {
+        const Vec16 e = fast_exp(alpha * load(row + j) - max);
+        const Vec16 masked = lane + static_cast<float>(j) > static_cast<float>(i) ? zero : e;
+        store(row + j, masked);
+        sum += masked;
+    }
+    const float inv_sum = 1.0f / lane_sum(sum);
+    for (int64_t j = 0; j < width; j += kLanes) store(row + j, load(row + j) * inv_sum);
+    std::fill(row + width, row + T, 0.0f);
+}
+
+// Row i of dS, in place over dP: alpha · P ∘ (dP - Σ_j P ∘ dP), over the row's visible
+// width (P is 0 past key i, and so is dS).
+void causal_softmax_backward_row(const float* p, float* d_row, int64_t i, int64_t T, float alpha) {
+    const int64_t width = visible_width(i, T);
+    Vec16 dot = {};
+    for (int64_t j = 0; j < width; j += kLanes) dot += load(p + j) * load(d_row + j);
+    const float p_dot_dp = lane_sum(dot);
+    for (int64_t j = 0; j < width; j += kLanes)
+        store(d_row + j, alpha * load(p + j) * (load(d_row + j) - p_dot_dp));
+}
+
+}  // namespace
+
+int64_t attention_scratch_floats(int64_t T, int64_t d) { return T * d + T * T; }
+
+// Rows of a block (R = rows_per_block of the result's width) read keys up to the block's last
+// row, so a product over keys stops there: on the scores it stops at visible_width, on the
+// weights' rows at key i + R - 1, and down the weights' columns j.. it starts at row j.
+void attention_forward_block(const float* q, const float* k, const float* v, int64_t T, int64_t d, float alpha,
+                             float* heads, float* weights, float* scratch) {
+    float* k_t = scratch;  // [d,T]
+    transpose_into(k, T, d, k_t);
+    const int64_t score_rows = rows_per_block(T), head_rows = rows_per_block(d);
+    for (int64_t i = 0; i < T; i += score_rows) {  // scores q kᵀ, into the weights' rows [T,T]
+        const int64_t width = visible_width(i + score_rows - 1, T);
+        product_of_rows(q + i * d, d, 1, k_t, T, d, width, weights + i * T, T);
+    }
+    for (int64_t i = 0; i < T; ++i) causal_softmax_row(weights + i * T, i, T, alpha);
+    for (int64_t i = 0; i < T; i += head_rows)  // heads = weights v
+        product_of_rows(weights + i * T, T, 1, v, d, i + head_rows, d, heads + i * d, d);
+}
+
+void attention_backward_block(const float* q, const float* k, const float* v, const float* weights,
+                              const float* d_heads, int64_t T, int64_t d, float alpha, float* dq, float* dk,
+                              float* dv, float* scratch) {
+    float* v_t = scratch;               // [d,T]
+    float* d_scores = scratch + T * d;  // [T,T]: dP, then dS in place
+    transpose_into(v, T, d, v_t);
+    const int64_t score_rows = rows_per_block(T), head_rows = rows_per_block(d);
+    for (int64_t i = 0; i < T; i += score_rows) {  // dP = d_heads vᵀ
+        const int64_t width = visible_width(i + score_rows - 1, T);
+        product_of_rows(d_heads + i * d, d, 1, v_t, T, d, width, d_scores + i * T, T);
+    }
+    for (int64_t i = 0; i < T; ++i) causal_softmax_backward_row(weights + i * T, d_scores + i * T, i, T, alpha);
+    for (int64_t j = 0; j < T; j += head_rows) {
+        // Rows j.. of dv and dk: columns j.. of P and dS, read down from row j (above it
+        // they are 0), times d_heads and q from row j.
+        product_of_rows(weights + j * T + j, 1, T, d_heads + j * d, d, T - j, d, dv + j * d, d);
+        product_of_rows(d_scores + j * T + j, 1, T, q + j * d, d, T - j, d, dk + j * d, d);
+    }
+    for (int64_t i = 0; i < T; i += head_rows)  // dq = dS k
+        product_of_rows(d_scores + i * T, T, 1, k, d, i + head_rows, d, dq + i * d, d);
+}
+
+}  // namespace tinyformer::detail

@@ -1,0 +1,32 @@
+// Causal self-attention for one (batch, head), float32, with every block in cache: the
+// oneDNN backend's attention_forward and attention_backward run these on each thread's
+// share of the (batch, head) pairs. For T a multiple of 16 and d a multiple of 16.
+//
+// Why by hand: a head's q, k, v [T,d] and its weights [T,T] are a few kilobytes. Done as
+// batched products, attention writes its T×T scores out to memory, reads them back for the
+// softmax and again for the product with v, and computes the masked upper triangle only to
+// throw it away. Here each product walks rows in blocks of 4, and a block of rows stops at
+// the last key its rows may read (rounded up to 16 columns), so about 5/8 of the full
+// products are done; the softmax runs on rows that were just written.
+#pragma once
+
+#include <cstdint>
+
+namespace tinyformer::detail {
+
+// Floats attention_forward_block / attention_backward_block need as scratch for one (T, d).
+int64_t attention_scratch_floats(int64_t T, int64_t d);
+
+// q, k, v [T,d] → weights = softmax(alpha · q kᵀ, causal) [T,T] (exact zeros above the
+// diagonal) and heads = weights v [T,d].
+void attention_forward_block(const float* q, const float* k, const float* v, int64_t T, int64_t d, float alpha,
+                             float* heads, float* weights, float* scratch);
+
+// The backward from the forward's weights P and d_heads [T,d]: dv = Pᵀ d_heads,
+// dS = alpha · P ∘ (dP - rowsum(P ∘ dP)) with dP = d_heads vᵀ, dq = dS k, dk = dSᵀ q.
+// dq, dk and dv [T,d] are overwritten.
+void attention_backward_block(const float* q, const float* k, const float* v, const float* weights,
+                              const float* d_heads, int64_t T, int64_t d, float alpha, float* dq, float* dk,
+                              float* dv, float* scratch);
+
+}  // namespace tinyformer::detail
