@@ -45,7 +45,9 @@ float lane_max(Vec16 v) {
 template <int R, int V>
 void block_of_rows(const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb, int64_t K, float* c,
                    int64_t ldc) {
-    Vec16 sum[R][V] = {};
+    Vec16 sum[R][V];
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < V; ++j) sum[r][j] = Vec16{};  // in registers: an `= {}` here became a memset
     for (int64_t i = 0; i < K; ++i) {
         Vec16 b_row[V];
         for (int j = 0; j < V; ++j) b_row[j] = load(b + i * ldb + j * kLanes);
@@ -58,15 +60,15 @@ void block_of_rows(const float* a, int64_t a_row, int64_t a_step, const float* b
         for (int j = 0; j < V; ++j) store(c + r * ldc + j * kLanes, sum[r][j]);
 }
 
-// Rows a product computes together for a result `width` columns wide: 8 when it is one or
-// two registers wide, else 4, so that 8 to 16 registers of sums share each load of b.
+// Rows a product computes together for results up to `width` columns wide: 8 when they are
+// at most two registers wide, else 4, so that 8 to 16 registers of sums share each load of b.
 int64_t rows_per_block(int64_t width) { return width <= 2 * kLanes ? 8 : 4; }
 
-// c [R, width] = a(R rows, K) @ b [K, width], R = rows_per_block(width), width a multiple
-// of 16, in strips of up to 64 columns.
-void product_of_rows(const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb, int64_t K,
-                     int64_t width, float* c, int64_t ldc) {
-    if (rows_per_block(width) == 8) {
+// c [rows, width] = a(rows, K) @ b [K, width], rows 4 or 8 (8 only for width <= 32), width a
+// multiple of 16, in strips of up to 64 columns.
+void product_of_rows(int64_t rows, const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb,
+                     int64_t K, int64_t width, float* c, int64_t ldc) {
+    if (rows == 8) {
         if (width == kLanes) block_of_rows<8, 1>(a, a_row, a_step, b, ldb, K, c, ldc);
         else block_of_rows<8, 2>(a, a_row, a_step, b, ldb, K, c, ldc);
         return;
@@ -141,11 +143,11 @@ void attention_forward_block(const float* q, const float* k, const float* v, int
     const int64_t score_rows = rows_per_block(T), head_rows = rows_per_block(d);
     for (int64_t i = 0; i < T; i += score_rows) {  // scores q kᵀ, into the weights' rows [T,T]
         const int64_t width = visible_width(i + score_rows - 1, T);
-        product_of_rows(q + i * d, d, 1, k_t, T, d, width, weights + i * T, T);
+        product_of_rows(score_rows, q + i * d, d, 1, k_t, T, d, width, weights + i * T, T);
     }
     for (int64_t i = 0; i < T; ++i) causal_softmax_row(weights + i * T, i, T, alpha);
     for (int64_t i = 0; i < T; i += head_rows)  // heads = weights v
-        product_of_rows(weights + i * T, T, 1, v, d, i + head_rows, d, heads + i * d, d);
+        product_of_rows(head_rows, weights + i * T, T, 1, v, d, i + head_rows, d, heads + i * d, d);
 }
 
 void attention_backward_block(const float* q, const float* k, const float* v, const float* weights,
@@ -157,17 +159,17 @@ void attention_backward_block(const float* q, const float* k, const float* v, co
     const int64_t score_rows = rows_per_block(T), head_rows = rows_per_block(d);
     for (int64_t i = 0; i < T; i += score_rows) {  // dP = d_heads vᵀ
         const int64_t width = visible_width(i + score_rows - 1, T);
-        product_of_rows(d_heads + i * d, d, 1, v_t, T, d, width, d_scores + i * T, T);
+        product_of_rows(score_rows, d_heads + i * d, d, 1, v_t, T, d, width, d_scores + i * T, T);
     }
     for (int64_t i = 0; i < T; ++i) causal_softmax_backward_row(weights + i * T, d_scores + i * T, i, T, alpha);
     for (int64_t j = 0; j < T; j += head_rows) {
         // Rows j.. of dv and dk: columns j.. of P and dS, read down from row j (above it
         // they are 0), times d_heads and q from row j.
-        product_of_rows(weights + j * T + j, 1, T, d_heads + j * d, d, T - j, d, dv + j * d, d);
-        product_of_rows(d_scores + j * T + j, 1, T, q + j * d, d, T - j, d, dk + j * d, d);
+        product_of_rows(head_rows, weights + j * T + j, 1, T, d_heads + j * d, d, T - j, d, dv + j * d, d);
+        product_of_rows(head_rows, d_scores + j * T + j, 1, T, q + j * d, d, T - j, d, dk + j * d, d);
     }
     for (int64_t i = 0; i < T; i += head_rows)  // dq = dS k
-        product_of_rows(d_scores + i * T, T, 1, k, d, i + head_rows, d, dq + i * d, d);
+        product_of_rows(head_rows, d_scores + i * T, T, 1, k, d, i + head_rows, d, dq + i * d, d);
 }
 
 }  // namespace tinyformer::detail
