@@ -46,22 +46,22 @@ std::pair<MultiHeadAttention, Parameters> MultiHeadAttention::create(int64_t D, 
     return {attention, params};
 }
 
-// heads [B,H,T,d] with head h's output replaced by `replacement` [d] (zeros if empty), written
-// with differentiable ops: heads * keep + fill, keep [1,H,1,1] being 0 for head h and 1 for
-// the others, fill [1,H,1,d] holding the replacement in head h's row.
-static Tensor ablate_head(const Tensor& heads, int64_t h, const Tensor& replacement) {
-    const int64_t H = heads.dim(1), d = heads.dim(3);
-    if (h < 0 || h >= H)
-        throw ShapeError("attention: cannot ablate head " + std::to_string(h) + " of " + std::to_string(H));
+// merged [B,T,D] with head h's output (features h*d .. h*d+d-1) replaced by `replacement`
+// [d] (zeros if empty), written with differentiable ops: merged * keep + fill, keep [D] being
+// 0 in head h's features and 1 elsewhere, fill [D] holding the replacement in head h's features.
+static Tensor ablate_head(const Tensor& merged, int64_t n_heads, int64_t h, const Tensor& replacement) {
+    const int64_t D = merged.dim(2), d = D / n_heads;
+    if (h < 0 || h >= n_heads)
+        throw ShapeError("attention: cannot ablate head " + std::to_string(h) + " of " + std::to_string(n_heads));
     if (replacement.defined() && replacement.shape() != Shape{d})
         throw ShapeError("attention: a head's replacement must be [" + std::to_string(d) + "], got " +
                          shape_str(replacement.shape()));
-    std::vector<double> keep(H, 1.0), fill(H * d, 0.0);
-    keep[h] = 0.0;
-    if (replacement.defined())
-        for (int64_t i = 0; i < d; ++i) fill[h * d + i] = replacement.at(i);
-    return add(mul(heads, Tensor::from(keep, {1, H, 1, 1}, heads.dtype())),
-               Tensor::from(fill, {1, H, 1, d}, heads.dtype()));
+    std::vector<double> keep(D, 1.0), fill(D, 0.0);
+    for (int64_t i = 0; i < d; ++i) {
+        keep[h * d + i] = 0.0;
+        if (replacement.defined()) fill[h * d + i] = replacement.at(i);
+    }
+    return add(mul(merged, Tensor::from(keep, {D}, merged.dtype())), Tensor::from(fill, {D}, merged.dtype()));
 }
 
 AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
@@ -75,25 +75,30 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
         throw ShapeError("attention: key " + shape_str(key.shape()) + " and value " + shape_str(value.shape()) +
                          " must have the same shape");
 
-    Tensor q, k, v;  // [B,H,Tq,d], [B,H,Tk,d], [B,H,Tk,d]
+    // weights = softmax(q kᵀ / sqrt(d) + mask) [B,H,Tq,Tk]; each head's weights v, side by side [B,Tq,D]
+    const double alpha = 1.0 / std::sqrt(static_cast<double>(d));
+    Attended attended;
     if (query.same_as(key) && key.same_as(value)) {
-        // Self-attention: one product for q, k and v, one pass into heads (and rope).
-        Tensor qkv = split_qkv_heads(linear(query, qkv_proj), n_heads_, options.rope, options.rope_start);  // [3,B,H,T,d]
-        q = select(qkv, 0), k = select(qkv, 1), v = select(qkv, 2);  // views, no copies
+        // Self-attention: one product for q, k and v, then every head from it in one op.
+        attended = self_attention(linear(query, qkv_proj), n_heads_, options.rope, options.rope_start, alpha,
+                                  options.causal);
     } else {
-        q = split_heads(linear(query, q_proj), n_heads_);
-        k = split_heads(linear(key, k_proj), n_heads_);
-        v = split_heads(linear(value, v_proj), n_heads_);
+        Tensor q = split_heads(linear(query, q_proj), n_heads_);  // [B,H,Tq,d]
+        Tensor k = split_heads(linear(key, k_proj), n_heads_);    // [B,H,Tk,d]
+        Tensor v = split_heads(linear(value, v_proj), n_heads_);  // [B,H,Tk,d]
         if (options.rope) {
             q = rope(q, options.rope_start);
             k = rope(k, options.rope_start);
         }
+        attended = scaled_dot_product_attention(q, k, v, alpha, options.causal);
+        attended.heads = merge_heads(attended.heads);
     }
-    // weights = softmax(q kᵀ / sqrt(d) + mask) [B,H,Tq,Tk], heads = weights v [B,H,Tq,d]
-    auto [heads, weights] = scaled_dot_product_attention(q, k, v, 1.0 / std::sqrt(static_cast<double>(d)), options.causal);
-    Tensor used = options.ablate_head < 0 ? heads : ablate_head(heads, options.ablate_head, options.ablate_with);
-    Tensor output = linear(merge_heads(used), out_proj);                                       // [B,Tq,D]
-    return {output, weights, heads};
+    const Tensor& merged = attended.heads;  // [B,Tq,D]
+    Tensor used = options.ablate_head < 0 ? merged
+                                          : ablate_head(merged, n_heads_, options.ablate_head, options.ablate_with);
+    Tensor output = linear(used, out_proj);                                                     // [B,Tq,D]
+    Tensor heads = options.keep_heads ? split_heads(merged, n_heads_) : Tensor();              // [B,H,Tq,d]
+    return {output, attended.weights, heads};
 }
 
 }  // namespace tinyformer

@@ -46,6 +46,46 @@ static std::unique_ptr<Backend>& current_backend() {
     return instance;
 }
 
+// Part `index` of a [3,B,H,T,d] block (q, k or v): a [B,H,T,d] view, no copy.
+static Tensor part_of(const Tensor& parts, int64_t index) {
+    const Shape shape(parts.shape().begin() + 1, parts.shape().end());
+    const size_t offset = parts.offset_bytes() + index * numel_of(shape) * dtype_size(parts.dtype());
+    return Tensor::view_of(parts.storage(), offset, shape, parts.dtype());
+}
+
+// [B,T,D] seen as [B,T,H,d]: the same data, head h's features as its own axis.
+static Tensor heads_axis_of(const Tensor& merged, int64_t H) {
+    return Tensor::view_of(merged.storage(), merged.offset_bytes(),
+                           {merged.dim(0), merged.dim(1), H, merged.dim(2) / H}, merged.dtype());
+}
+
+void Backend::self_attention_forward(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, double alpha,
+                                     bool causal, Tensor& merged, Tensor& weights) {
+    const int64_t B = qkv.dim(0), T = qkv.dim(1), H = n_heads, d = qkv.dim(2) / 3 / H;
+    Tensor qkv_heads = Tensor::empty({3, B, H, T, d}, qkv.dtype());  // q, k, v as heads
+    qkv_to_heads(qkv, H, rope, start, qkv_heads);
+    Tensor heads = Tensor::empty({B, H, T, d}, qkv.dtype());
+    attention_forward(part_of(qkv_heads, 0), part_of(qkv_heads, 1), part_of(qkv_heads, 2), alpha, causal, heads,
+                      weights);
+    Tensor merged_heads_axis = heads_axis_of(merged, H);  // [B,T,H,d]
+    transpose(heads, 1, 2, merged_heads_axis);
+}
+
+void Backend::self_attention_backward(const Tensor& qkv, const Tensor& weights, const Tensor& d_merged,
+                                      int64_t n_heads, bool rope, int64_t start, double alpha, bool causal,
+                                      Tensor& d_qkv) {
+    const int64_t B = qkv.dim(0), T = qkv.dim(1), H = n_heads, d = qkv.dim(2) / 3 / H;
+    Tensor qkv_heads = Tensor::empty({3, B, H, T, d}, qkv.dtype());  // the forward's q, k, v, again
+    qkv_to_heads(qkv, H, rope, start, qkv_heads);
+    Tensor d_heads = Tensor::empty({B, H, T, d}, qkv.dtype());
+    transpose(heads_axis_of(d_merged, H), 1, 2, d_heads);
+    Tensor d_qkv_heads = Tensor::empty({3, B, H, T, d}, qkv.dtype());
+    Tensor dq = part_of(d_qkv_heads, 0), dk = part_of(d_qkv_heads, 1), dv = part_of(d_qkv_heads, 2);
+    attention_backward(part_of(qkv_heads, 0), part_of(qkv_heads, 1), part_of(qkv_heads, 2), weights, d_heads, alpha,
+                       causal, dq, dk, dv);
+    heads_to_qkv(d_qkv_heads, rope, start, d_qkv);
+}
+
 Backend& backend() { return *current_backend(); }
 void set_backend(std::unique_ptr<Backend> next) { current_backend() = std::move(next); }
 std::unique_ptr<Backend> swap_backend(std::unique_ptr<Backend> next) {

@@ -139,6 +139,10 @@ std::vector<GradCheckResult> run_gradcheck_suite(const GradCheckSettings& settin
           {in({1, 2, 3, 4}), in({1, 2, 6, 4}), in({1, 2, 6, 4})});
     check("attention_unmasked", [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.5, false).heads; },
           {in({2, 4, 3}), in({2, 5, 3}), in({2, 5, 3})});
+    check("self_attention_causal_rope", [](auto& x) { return self_attention(x[0], 2, true, 3, 0.4, true).heads; },
+          {in({2, 5, 12})});
+    check("self_attention_unmasked", [](auto& x) { return self_attention(x[0], 3, false, 0, 0.5, false).heads; },
+          {in({2, 4, 18})});
     check("rope", [](auto& x) { return rope(x[0]); }, {in({2, 2, 5, 6})});
     check("rope_start", [](auto& x) { return rope(x[0], 7); }, {in({1, 3, 1, 4})});
     Tensor targets = random_ids(rng, {2, 3}, 7);

@@ -175,7 +175,7 @@ Tensor Transformer::forward(const Tensor& ids, const ForwardHooks& hooks) const 
     for (size_t i = 0; i < blocks_.size(); ++i) {
         const Block& block = blocks_[i];
         Tensor h = layer_norm(x, block.ln1_weight, block.ln1_bias);                     // [B,T,D]
-        AttentionOptions options{.causal = true, .rope = use_rope};
+        AttentionOptions options{.causal = true, .rope = use_rope, .keep_heads = hooks.head_outputs != nullptr};
         if (hooks.ablate_layer == static_cast<int64_t>(i)) {
             options.ablate_head = hooks.ablate_head;
             options.ablate_with = hooks.ablate_with;

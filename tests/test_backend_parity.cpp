@@ -156,6 +156,18 @@ std::vector<OpCase> op_cases() {
          [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.25, true).heads; }},
         {"attention unmasked (composed)", {{2, 2, 5, 8}, {2, 2, 9, 8}, {2, 2, 9, 8}},
          [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.35, false).heads; }},
+        // self-attention from qkv [B,T,3D]: in blocks read straight out of qkv (causal, T and d
+        // multiples of 16), with and without rope, and composed otherwise
+        {"self_attention causal rope T 64 H 4 d 32", {{2, 64, 384}},
+         [](auto& x) { return self_attention(x[0], 4, true, 0, 0.17, true).heads; }},
+        {"self_attention causal rope from 5 T 32 H 2 d 16", {{3, 32, 96}},
+         [](auto& x) { return self_attention(x[0], 2, true, 5, 0.25, true).heads; }},
+        {"self_attention causal T 16 H 3 d 48", {{2, 16, 432}},
+         [](auto& x) { return self_attention(x[0], 3, false, 0, 0.3, true).heads; }},
+        {"self_attention causal rope T 7 (composed)", {{2, 7, 36}},
+         [](auto& x) { return self_attention(x[0], 2, true, 0, 0.4, true).heads; }},
+        {"self_attention unmasked rope (composed)", {{2, 16, 96}},
+         [](auto& x) { return self_attention(x[0], 2, true, 3, 0.25, false).heads; }},
         {"rope", {{2, 3, 7, 8}}, [](auto& x) { return rope(x[0]); }},
         {"rope from position 5", {{2, 3, 7, 8}}, [](auto& x) { return rope(x[0], 5); }},
         {"cross_entropy", {{2, 5, 79}}, [ids](auto& x) { return cross_entropy(x[0], ids({2, 5}, 79)); }},

@@ -56,8 +56,8 @@ TEST_CASE("a profile counts each kernel of a training step and changes no result
     REQUIRE(find(profile, "layer_norm_forward [2,8,16]"));
     CHECK(find(profile, "layer_norm_forward [2,8,16]")->calls == 2 * L + 1);  // ln1, ln2 per block, ln_f
     CHECK(find(profile, "layer_norm_backward [2,8,16]")->calls == 2 * L + 1);
-    CHECK(calls_starting_with(profile, "attention_forward causal") == L);
-    CHECK(calls_starting_with(profile, "attention_backward causal") == L);
+    CHECK(calls_starting_with(profile, "self_attention_forward causal") == L);
+    CHECK(calls_starting_with(profile, "self_attention_backward causal") == L);
     CHECK(calls_starting_with(profile, "gelu_forward") == L);
     CHECK(calls_starting_with(profile, "cross_entropy_forward") == 1);
     for (const Profile::Entry& e : profile.entries) CHECK(e.seconds >= 0);

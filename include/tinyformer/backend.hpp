@@ -82,6 +82,19 @@ public:
                                     const Tensor& d_heads, double alpha, bool causal, Tensor& dq, Tensor& dk,
                                     Tensor& dv);
 
+    // Self-attention straight from its fused projection qkv [B,T,3D] (each position's q, k
+    // and v side by side): q, k and v cut into H heads, q and k rotated when `rope` (positions
+    // start + t), attention_forward on every head, and the heads' outputs side by side →
+    // merged [B,T,D] (head h in features h*d..h*d+d-1); weights [B,H,T,T]. The backward takes
+    // d_merged [B,T,D] and overwrites d_qkv [B,T,3D]. By default the composition of
+    // qkv_to_heads, attention_forward/backward, transpose and heads_to_qkv (src/backend.cpp);
+    // a backend may read each head straight out of qkv instead of moving it first.
+    virtual void self_attention_forward(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, double alpha,
+                                        bool causal, Tensor& merged, Tensor& weights);
+    virtual void self_attention_backward(const Tensor& qkv, const Tensor& weights, const Tensor& d_merged,
+                                         int64_t n_heads, bool rope, int64_t start, double alpha, bool causal,
+                                         Tensor& d_qkv);
+
     // Rotates pairs (2j, 2j+1) of x [..., T, d] at position start + t by angle
     // (start + t) * 10000^(-2j/d); `inverse` rotates by the negative angle (the backward).
     virtual void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) = 0;

@@ -53,10 +53,15 @@ Tensor softmax(const Tensor& x, bool causal = false);
 // The gradient reaches q, k and v through `heads`; `weights` are the forward's values, kept for
 // reading (inspect draws them) and carry no gradient of their own.
 struct Attended {
-    Tensor heads;    // [..., Tq, d]
+    Tensor heads;    // [..., Tq, d]; self_attention: [B,T,D], the heads side by side
     Tensor weights;  // [..., Tq, Tk]
 };
 Attended scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, double alpha, bool causal);
+// Self-attention from its fused projection qkv [B,T,3D] (each position's q, k and v side by
+// side): split_qkv_heads, then scaled_dot_product_attention on every head, then merge_heads,
+// as one op → heads [B,T,D] (head h in features h*d..h*d+d-1) and weights [B,H,T,T]. One op,
+// so that a backend can take each head straight out of qkv and keep it in cache.
+Attended self_attention(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, double alpha, bool causal);
 // Rotary positions on x [..., T, d] (d even) for positions start .. start+T-1.
 Tensor rope(const Tensor& x, int64_t start = 0);
 // Mean cross-entropy of logits [..., V] against target ids (i32) of shape [...]. A scalar.

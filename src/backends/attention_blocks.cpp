@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "fast_exp.hpp"
+#include "rotate_pairs.hpp"
 
 namespace tinyformer::detail {
 namespace {
@@ -88,10 +89,20 @@ void product_of_rows(int64_t rows, const float* a, int64_t a_row, int64_t a_step
 // Columns a row block may touch: its rows read keys up to its last row, in whole 16s.
 int64_t visible_width(int64_t last_row, int64_t T) { return std::min(T, (last_row / kLanes + 1) * kLanes); }
 
-// out [d,T] = in [T,d]ᵀ, so that a product can read a key's or value's features as a row.
-void transpose_into(const float* in, int64_t T, int64_t d, float* out) {
+// out [d,T] = in [T,d]ᵀ (in's rows `stride` apart), so that a product can read a key's or
+// value's features as a row.
+void transpose_into(const float* in, int64_t stride, int64_t T, int64_t d, float* out) {
     for (int64_t t = 0; t < T; ++t)
-        for (int64_t c = 0; c < d; ++c) out[c * T + t] = in[t * d + c];
+        for (int64_t c = 0; c < d; ++c) out[c * T + t] = in[t * stride + c];
+}
+
+// x's rows [T,d] (x_stride apart) rotated by rope's angles into out's (out_stride apart);
+// sign -1 rotates back.
+void rotate_rows(const float* x, int64_t x_stride, const HeadInputs& in, int64_t T, int64_t d, float sign, float* out,
+                 int64_t out_stride) {
+    const int64_t half = d / 2;
+    for (int64_t t = 0; t < T; ++t)
+        rotate_pairs(x + t * x_stride, out + t * out_stride, in.cos + t * half, in.sin + t * half, half, sign);
 }
 
 // Row i of the weights, in place: softmax(alpha · scores) over keys 0..i, exactly 0 after.
@@ -131,45 +142,74 @@ void causal_softmax_backward_row(const float* p, float* d_row, int64_t i, int64_
 
 }  // namespace
 
-int64_t attention_scratch_floats(int64_t T, int64_t d) { return T * d + T * T; }
+int64_t attention_scratch_floats(int64_t T, int64_t d) { return 5 * T * d + T * T; }
 
 // Rows of a block (R = rows_per_block of the result's width) read keys up to the block's last
 // row, so a product over keys stops there: on the scores it stops at visible_width, on the
 // weights' rows at key i + R - 1, and down the weights' columns j.. it starts at row j.
-void attention_forward_block(const float* q, const float* k, const float* v, int64_t T, int64_t d, float alpha,
-                             float* heads, float* weights, float* scratch) {
+void attention_forward_block(const HeadInputs& in, int64_t T, int64_t d, float alpha, float* heads,
+                             int64_t heads_stride, float* weights, float* scratch) {
+    const bool rope = in.cos != nullptr;
+    const float *q = in.q, *k = in.k;
+    int64_t qk_stride = in.stride;
+    if (rope) {  // q and k rotated, [T,d] each
+        float *q_rotated = scratch + T * d, *k_rotated = scratch + 2 * T * d;
+        rotate_rows(in.q, in.stride, in, T, d, 1.0f, q_rotated, d);
+        rotate_rows(in.k, in.stride, in, T, d, 1.0f, k_rotated, d);
+        q = q_rotated, k = k_rotated, qk_stride = d;
+    }
     float* k_t = scratch;  // [d,T]
-    transpose_into(k, T, d, k_t);
+    transpose_into(k, qk_stride, T, d, k_t);
     const int64_t score_rows = rows_per_block(T), head_rows = rows_per_block(d);
     for (int64_t i = 0; i < T; i += score_rows) {  // scores q kᵀ, into the weights' rows [T,T]
         const int64_t width = visible_width(i + score_rows - 1, T);
-        product_of_rows(score_rows, q + i * d, d, 1, k_t, T, d, width, weights + i * T, T);
+        product_of_rows(score_rows, q + i * qk_stride, qk_stride, 1, k_t, T, d, width, weights + i * T, T);
     }
     for (int64_t i = 0; i < T; ++i) causal_softmax_row(weights + i * T, i, T, alpha);
     for (int64_t i = 0; i < T; i += head_rows)  // heads = weights v
-        product_of_rows(head_rows, weights + i * T, T, 1, v, d, i + head_rows, d, heads + i * d, d);
+        product_of_rows(head_rows, weights + i * T, T, 1, in.v, in.stride, i + head_rows, d, heads + i * heads_stride,
+                        heads_stride);
 }
 
-void attention_backward_block(const float* q, const float* k, const float* v, const float* weights,
-                              const float* d_heads, int64_t T, int64_t d, float alpha, float* dq, float* dk,
-                              float* dv, float* scratch) {
-    float* v_t = scratch;               // [d,T]
-    float* d_scores = scratch + T * d;  // [T,T]: dP, then dS in place
-    transpose_into(v, T, d, v_t);
+void attention_backward_block(const HeadInputs& in, const float* weights, const float* d_heads,
+                              int64_t d_heads_stride, int64_t T, int64_t d, float alpha, float* dq, float* dk,
+                              float* dv, int64_t grads_stride, float* scratch) {
+    const bool rope = in.cos != nullptr;
+    float* v_t = scratch;                   // [d,T]
+    float* d_scores = scratch + T * d;      // [T,T]: dP, then dS in place
+    float* d_rotated = d_scores + T * T;    // [T,d]: dq or dk before rotating back
+    const float *q = in.q, *k = in.k;
+    int64_t qk_stride = in.stride;
+    if (rope) {  // the forward's rotated q and k, again
+        float *q_rotated = d_rotated + T * d, *k_rotated = d_rotated + 2 * T * d;
+        rotate_rows(in.q, in.stride, in, T, d, 1.0f, q_rotated, d);
+        rotate_rows(in.k, in.stride, in, T, d, 1.0f, k_rotated, d);
+        q = q_rotated, k = k_rotated, qk_stride = d;
+    }
+    transpose_into(in.v, in.stride, T, d, v_t);
     const int64_t score_rows = rows_per_block(T), head_rows = rows_per_block(d);
     for (int64_t i = 0; i < T; i += score_rows) {  // dP = d_heads vᵀ
         const int64_t width = visible_width(i + score_rows - 1, T);
-        product_of_rows(score_rows, d_heads + i * d, d, 1, v_t, T, d, width, d_scores + i * T, T);
+        product_of_rows(score_rows, d_heads + i * d_heads_stride, d_heads_stride, 1, v_t, T, d, width,
+                        d_scores + i * T, T);
     }
     for (int64_t i = 0; i < T; ++i) causal_softmax_backward_row(weights + i * T, d_scores + i * T, i, T, alpha);
-    for (int64_t j = 0; j < T; j += head_rows) {
-        // Rows j.. of dv and dk: columns j.. of P and dS, read down from row j (above it
-        // they are 0), times d_heads and q from row j.
-        product_of_rows(head_rows, weights + j * T + j, 1, T, d_heads + j * d, d, T - j, d, dv + j * d, d);
-        product_of_rows(head_rows, d_scores + j * T + j, 1, T, q + j * d, d, T - j, d, dk + j * d, d);
-    }
-    for (int64_t i = 0; i < T; i += head_rows)  // dq = dS k
-        product_of_rows(head_rows, d_scores + i * T, T, 1, k, d, i + head_rows, d, dq + i * d, d);
+    // dq = dS k and dk = dSᵀ q; with rope each lands in d_rotated first, to be rotated back.
+    const int64_t work_stride = rope ? d : grads_stride;
+    float* dq_work = rope ? d_rotated : dq;
+    for (int64_t i = 0; i < T; i += head_rows)
+        product_of_rows(head_rows, d_scores + i * T, T, 1, k, qk_stride, i + head_rows, d, dq_work + i * work_stride,
+                        work_stride);
+    if (rope) rotate_rows(d_rotated, d, in, T, d, -1.0f, dq, grads_stride);
+    float* dk_work = rope ? d_rotated : dk;
+    for (int64_t j = 0; j < T; j += head_rows)
+        // Rows j.. of dk: columns j.. of dS, read down from row j (above it they are 0).
+        product_of_rows(head_rows, d_scores + j * T + j, 1, T, q + j * qk_stride, qk_stride, T - j, d,
+                        dk_work + j * work_stride, work_stride);
+    if (rope) rotate_rows(d_rotated, d, in, T, d, -1.0f, dk, grads_stride);
+    for (int64_t j = 0; j < T; j += head_rows)  // dv = Pᵀ d_heads, the same way down P's columns
+        product_of_rows(head_rows, weights + j * T + j, 1, T, d_heads + j * d_heads_stride, d_heads_stride, T - j, d,
+                        dv + j * grads_stride, grads_stride);
 }
 
 }  // namespace tinyformer::detail

@@ -14,19 +14,30 @@
 
 namespace tinyformer::detail {
 
+// One (batch, head)'s inputs: q, k and v [T,d], row t of each `stride` floats after row t-1
+// (d for separate [T,d] blocks; 3D for a head inside self-attention's qkv [T,3D]). With
+// rope's tables cos, sin [T, d/2] (positions start..start+T-1), q and k are rotated first.
+struct HeadInputs {
+    const float *q, *k, *v;
+    int64_t stride;
+    const float* cos = nullptr;  // null: no rotation
+    const float* sin = nullptr;
+};
+
 // Floats attention_forward_block / attention_backward_block need as scratch for one (T, d).
 int64_t attention_scratch_floats(int64_t T, int64_t d);
 
-// q, k, v [T,d] → weights = softmax(alpha · q kᵀ, causal) [T,T] (exact zeros above the
-// diagonal) and heads = weights v [T,d].
-void attention_forward_block(const float* q, const float* k, const float* v, int64_t T, int64_t d, float alpha,
-                             float* heads, float* weights, float* scratch);
+// → weights = softmax(alpha · q kᵀ, causal) [T,T] (exact zeros above the diagonal) and
+// heads = weights v [T,d], written with rows heads_stride apart.
+void attention_forward_block(const HeadInputs& in, int64_t T, int64_t d, float alpha, float* heads,
+                             int64_t heads_stride, float* weights, float* scratch);
 
-// The backward from the forward's weights P and d_heads [T,d]: dv = Pᵀ d_heads,
-// dS = alpha · P ∘ (dP - rowsum(P ∘ dP)) with dP = d_heads vᵀ, dq = dS k, dk = dSᵀ q.
-// dq, dk and dv [T,d] are overwritten.
-void attention_backward_block(const float* q, const float* k, const float* v, const float* weights,
-                              const float* d_heads, int64_t T, int64_t d, float alpha, float* dq, float* dk,
-                              float* dv, float* scratch);
+// The backward from the forward's weights P and d_heads [T,d] (rows d_heads_stride apart):
+// dv = Pᵀ d_heads, dS = alpha · P ∘ (dP - rowsum(P ∘ dP)) with dP = d_heads vᵀ, dq = dS k,
+// dk = dSᵀ q (rotated back when `in` has rope's tables). dq, dk and dv [T,d], rows
+// grads_stride apart, are overwritten.
+void attention_backward_block(const HeadInputs& in, const float* weights, const float* d_heads,
+                              int64_t d_heads_stride, int64_t T, int64_t d, float alpha, float* dq, float* dk,
+                              float* dv, int64_t grads_stride, float* scratch);
 
 }  // namespace tinyformer::detail

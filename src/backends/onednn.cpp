@@ -27,6 +27,7 @@
 #include "tinyformer/backend.hpp"
 #include "attention_blocks.hpp"
 #include "fast_exp.hpp"
+#include "rotate_pairs.hpp"
 
 namespace tinyformer {
 
@@ -466,8 +467,9 @@ public:
         float* scratch = attention_scratch(per_task);
 #pragma omp parallel for schedule(static)
         for (int64_t p = 0; p < pairs; ++p)
-            detail::attention_forward_block(pq + p * T * d, pk + p * T * d, pv + p * T * d, T, d, static_cast<float>(alpha),
-                                            ph + p * T * d, pw + p * T * T, scratch + omp_get_thread_num() * per_task);
+            detail::attention_forward_block({pq + p * T * d, pk + p * T * d, pv + p * T * d, d}, T, d,
+                                            static_cast<float>(alpha), ph + p * T * d, d, pw + p * T * T,
+                                            scratch + omp_get_thread_num() * per_task);
     }
 
     void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& weights,
@@ -485,9 +487,59 @@ public:
         float* scratch = attention_scratch(per_task);
 #pragma omp parallel for schedule(static)
         for (int64_t p = 0; p < pairs; ++p)
-            detail::attention_backward_block(pq + p * T * d, pk + p * T * d, pv + p * T * d, pw + p * T * T,
-                                             pdh + p * T * d, T, d, static_cast<float>(alpha), pdq + p * T * d,
-                                             pdk + p * T * d, pdv + p * T * d, scratch + omp_get_thread_num() * per_task);
+            detail::attention_backward_block({pq + p * T * d, pk + p * T * d, pv + p * T * d, d}, pw + p * T * T,
+                                             pdh + p * T * d, d, T, d, static_cast<float>(alpha), pdq + p * T * d,
+                                             pdk + p * T * d, pdv + p * T * d, d,
+                                             scratch + omp_get_thread_num() * per_task);
+    }
+
+    // Self-attention in blocks reads each head straight out of qkv [B,T,3D] (rows 3D apart),
+    // rotates its q and k in cache, and writes its output into its features of merged [B,T,D];
+    // the backward writes dq, dk and dv into their places in d_qkv. No [3,B,H,T,d] copy of the
+    // heads either way. Other shapes: Backend's composition.
+    void self_attention_forward(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, double alpha,
+                                bool causal, Tensor& merged, Tensor& weights) override {
+        if (qkv.dtype() != DType::f32)
+            return reference_->self_attention_forward(qkv, n_heads, rope, start, alpha, causal, merged, weights);
+        const int64_t B = qkv.dim(0), T = qkv.dim(1), D = qkv.dim(2) / 3, H = n_heads, d = D / H;
+        if (!(causal && T % 16 == 0 && d % 16 == 0))
+            return Backend::self_attention_forward(qkv, n_heads, rope, start, alpha, causal, merged, weights);
+        const RopeTable* table = rope ? &rope_table(start, T, d) : nullptr;  // [T, d/2] cos and sin
+        const float* pqkv = qkv.data<float>();
+        float *pm = merged.data<float>(), *pw = weights.data<float>();
+        const int64_t per_task = detail::attention_scratch_floats(T, d);
+        float* scratch = attention_scratch(per_task);
+#pragma omp parallel for schedule(static)
+        for (int64_t p = 0; p < B * H; ++p) {
+            const int64_t b = p / H, h = p % H;
+            detail::attention_forward_block(head_of(pqkv + b * T * 3 * D + h * d, D, table), T, d,
+                                            static_cast<float>(alpha), pm + b * T * D + h * d, D, pw + p * T * T,
+                                            scratch + omp_get_thread_num() * per_task);
+        }
+    }
+
+    void self_attention_backward(const Tensor& qkv, const Tensor& weights, const Tensor& d_merged, int64_t n_heads,
+                                 bool rope, int64_t start, double alpha, bool causal, Tensor& d_qkv) override {
+        if (qkv.dtype() != DType::f32)
+            return reference_->self_attention_backward(qkv, weights, d_merged, n_heads, rope, start, alpha, causal,
+                                                       d_qkv);
+        const int64_t B = qkv.dim(0), T = qkv.dim(1), D = qkv.dim(2) / 3, H = n_heads, d = D / H;
+        if (!(causal && T % 16 == 0 && d % 16 == 0))
+            return Backend::self_attention_backward(qkv, weights, d_merged, n_heads, rope, start, alpha, causal,
+                                                    d_qkv);
+        const RopeTable* table = rope ? &rope_table(start, T, d) : nullptr;
+        const float *pqkv = qkv.data<float>(), *pw = weights.data<float>(), *pdm = d_merged.data<float>();
+        float* pdqkv = d_qkv.data<float>();
+        const int64_t per_task = detail::attention_scratch_floats(T, d);
+        float* scratch = attention_scratch(per_task);
+#pragma omp parallel for schedule(static)
+        for (int64_t p = 0; p < B * H; ++p) {
+            const int64_t b = p / H, h = p % H;
+            float* dq = pdqkv + b * T * 3 * D + h * d;  // dk and dv follow D and 2D floats later
+            detail::attention_backward_block(head_of(pqkv + b * T * 3 * D + h * d, D, table), pw + p * T * T,
+                                             pdm + b * T * D + h * d, D, T, d, static_cast<float>(alpha), dq, dq + D,
+                                             dq + 2 * D, 3 * D, scratch + omp_get_thread_num() * per_task);
+        }
     }
 
     // ---- rope ----
@@ -501,20 +553,8 @@ public:
         float* po = out.data<float>();
 #pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
         for (int64_t r = 0; r < rows; ++r)
-            rotate_pairs(px + r * d, po + r * d, table.cos.data() + (r % T) * half, table.sin.data() + (r % T) * half,
+            detail::rotate_pairs(px + r * d, po + r * d, table.cos.data() + (r % T) * half, table.sin.data() + (r % T) * half,
                          half, sign);
-    }
-
-    // to's pairs (2j, 2j+1) = from's rotated by the angle whose cos and sin are given (sin
-    // times `sign`: -1 rotates back). from and to may be the same row.
-    static void rotate_pairs(const float* from, float* to, const float* cos_row, const float* sin_row, int64_t half,
-                             float sign) {
-        for (int64_t j = 0; j < half; ++j) {
-            const float c = cos_row[j], s = sign * sin_row[j];
-            const float u0 = from[2 * j], u1 = from[2 * j + 1];
-            to[2 * j] = u0 * c - u1 * s;
-            to[2 * j + 1] = u0 * s + u1 * c;
-        }
     }
 
     // ---- self-attention's heads ----
@@ -551,7 +591,7 @@ public:
                     std::copy_n(from, d, to);
                     continue;
                 }
-                rotate_pairs(from, to, table.cos.data() + t * half, table.sin.data() + t * half, half, sign);
+                detail::rotate_pairs(from, to, table.cos.data() + t * half, table.sin.data() + t * half, half, sign);
             }
         }
     }
@@ -613,6 +653,12 @@ private:
     std::vector<float> variance_, unused_shift_;  // layer_norm_backward's scratch [N], [C]
     std::vector<double> row_losses_;  // cross_entropy_forward's scratch [N]
     std::vector<float> attention_scratch_;  // attention_forward/backward's, per thread
+
+    // One head of self-attention inside qkv [B,T,3D]: its q at `q`, its k and v D and 2D
+    // floats later, rows 3D apart; rope's tables when given.
+    static detail::HeadInputs head_of(const float* q, int64_t D, const RopeTable* table) {
+        return {q, q + D, q + 2 * D, 3 * D, table ? table->cos.data() : nullptr, table ? table->sin.data() : nullptr};
+    }
 
     // Scratch for attention's blocks, `per_thread` floats for each thread; grows, never shrinks.
     float* attention_scratch(int64_t per_thread) {

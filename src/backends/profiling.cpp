@@ -102,6 +102,20 @@ public:
         timed(std::string(causal ? "attention_backward causal " : "attention_backward ") + dims(weights.shape()),
               [&] { inner_->attention_backward(q, k, v, weights, d_heads, alpha, causal, dq, dk, dv); });
     }
+    void self_attention_forward(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, double alpha,
+                                bool causal, Tensor& merged, Tensor& weights) override {
+        timed(std::string(causal ? "self_attention_forward causal " : "self_attention_forward ") +
+                  dims(weights.shape()) + (rope ? " rope" : ""),
+              [&] { inner_->self_attention_forward(qkv, n_heads, rope, start, alpha, causal, merged, weights); });
+    }
+    void self_attention_backward(const Tensor& qkv, const Tensor& weights, const Tensor& d_merged, int64_t n_heads,
+                                 bool rope, int64_t start, double alpha, bool causal, Tensor& d_qkv) override {
+        timed(std::string(causal ? "self_attention_backward causal " : "self_attention_backward ") +
+                  dims(weights.shape()) + (rope ? " rope" : ""),
+              [&] {
+                  inner_->self_attention_backward(qkv, weights, d_merged, n_heads, rope, start, alpha, causal, d_qkv);
+              });
+    }
     void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) override {
         timed(std::string(inverse ? "rope_backward " : "rope_forward ") + dims(x.shape()),
               [&] { inner_->rope(x, start, inverse, out); });
