@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "fast_exp.hpp"
-#include "rotate_pairs.hpp"
 
 namespace tinyformer::detail {
 namespace {
@@ -97,12 +96,17 @@ void transpose_into(const float* in, int64_t stride, int64_t T, int64_t d, float
 }
 
 // x's rows [T,d] (x_stride apart) rotated by rope's angles into out's (out_stride apart);
-// sign -1 rotates back.
+// sign -1 rotates back. Pair (u0, u1) turned by theta is (u0 c - u1 s, u1 c + u0 s): the row
+// times cos_pairs, plus the row with each pair swapped times sin_pairs (-s, +s).
 void rotate_rows(const float* x, int64_t x_stride, const HeadInputs& in, int64_t T, int64_t d, float sign, float* out,
                  int64_t out_stride) {
-    const int64_t half = d / 2;
+    const Int16 swap_pairs = {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14};
     for (int64_t t = 0; t < T; ++t)
-        rotate_pairs(x + t * x_stride, out + t * out_stride, in.cos + t * half, in.sin + t * half, half, sign);
+        for (int64_t j = 0; j < d; j += kLanes) {
+            const Vec16 u = load(x + t * x_stride + j);
+            const Vec16 c = load(in.cos_pairs + t * d + j), s = sign * load(in.sin_pairs + t * d + j);
+            store(out + t * out_stride + j, u * c + __builtin_shuffle(u, swap_pairs) * s);
+        }
 }
 
 // Row i of the weights, in place: softmax(alpha · scores) over keys 0..i, exactly 0 after.
@@ -149,7 +153,7 @@ int64_t attention_scratch_floats(int64_t T, int64_t d) { return 5 * T * d + T * 
 // weights' rows at key i + R - 1, and down the weights' columns j.. it starts at row j.
 void attention_forward_block(const HeadInputs& in, int64_t T, int64_t d, float alpha, float* heads,
                              int64_t heads_stride, float* weights, float* scratch) {
-    const bool rope = in.cos != nullptr;
+    const bool rope = in.cos_pairs != nullptr;
     const float *q = in.q, *k = in.k;
     int64_t qk_stride = in.stride;
     if (rope) {  // q and k rotated, [T,d] each
@@ -174,7 +178,7 @@ void attention_forward_block(const HeadInputs& in, int64_t T, int64_t d, float a
 void attention_backward_block(const HeadInputs& in, const float* weights, const float* d_heads,
                               int64_t d_heads_stride, int64_t T, int64_t d, float alpha, float* dq, float* dk,
                               float* dv, int64_t grads_stride, float* scratch) {
-    const bool rope = in.cos != nullptr;
+    const bool rope = in.cos_pairs != nullptr;
     float* v_t = scratch;                   // [d,T]
     float* d_scores = scratch + T * d;      // [T,T]: dP, then dS in place
     float* d_rotated = d_scores + T * T;    // [T,d]: dq or dk before rotating back

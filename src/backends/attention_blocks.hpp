@@ -16,12 +16,14 @@ namespace tinyformer::detail {
 
 // One (batch, head)'s inputs: q, k and v [T,d], row t of each `stride` floats after row t-1
 // (d for separate [T,d] blocks; 3D for a head inside self-attention's qkv [T,3D]). With
-// rope's tables cos, sin [T, d/2] (positions start..start+T-1), q and k are rotated first.
+// rope's tables, q and k are rotated first. The tables are [T,d], one entry per feature so
+// that a row rotates sixteen features at a time: for pair j of position t, both of its
+// features hold cos theta, and sin_pairs holds -sin theta, +sin theta (see rotate_rows).
 struct HeadInputs {
     const float *q, *k, *v;
     int64_t stride;
-    const float* cos = nullptr;  // null: no rotation
-    const float* sin = nullptr;
+    const float* cos_pairs = nullptr;  // null: no rotation
+    const float* sin_pairs = nullptr;
 };
 
 // Floats attention_forward_block / attention_backward_block need as scratch for one (T, d).

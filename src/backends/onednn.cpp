@@ -643,6 +643,7 @@ private:
     struct RopeTable {
         int64_t start = -1, T = 0, d = 0;
         std::vector<float> cos, sin;
+        std::vector<float> cos_pairs, sin_pairs;  // [T, d]: per feature, for attention's blocks (HeadInputs)
     };
 
     std::unique_ptr<Backend> reference_ = make_reference_backend();
@@ -657,7 +658,7 @@ private:
     // One head of self-attention inside qkv [B,T,3D]: its q at `q`, its k and v D and 2D
     // floats later, rows 3D apart; rope's tables when given.
     static detail::HeadInputs head_of(const float* q, int64_t D, const RopeTable* table) {
-        return {q, q + D, q + 2 * D, 3 * D, table ? table->cos.data() : nullptr, table ? table->sin.data() : nullptr};
+        return {q, q + D, q + 2 * D, 3 * D, table ? table->cos_pairs.data() : nullptr, table ? table->sin_pairs.data() : nullptr};
     }
 
     // Scratch for attention's blocks, `per_thread` floats for each thread; grows, never shrinks.
@@ -775,13 +776,20 @@ private:
         RopeTable& table = rope_table_;
         if (table.start == start && table.T == T && table.d == d) return table;
         const int64_t half = d / 2;
-        table = RopeTable{start, T, d, std::vector<float>(T * half), std::vector<float>(T * half)};
+        table = RopeTable{start, T, d, std::vector<float>(T * half), std::vector<float>(T * half), {}, {}};
         for (int64_t t = 0; t < T; ++t)
             for (int64_t j = 0; j < half; ++j) {
                 const double theta = static_cast<double>(start + t) * std::pow(10000.0, -2.0 * j / d);
                 table.cos[t * half + j] = static_cast<float>(std::cos(theta));
                 table.sin[t * half + j] = static_cast<float>(std::sin(theta));
             }
+        table.cos_pairs.resize(T * half * 2);
+        table.sin_pairs.resize(T * half * 2);
+        for (int64_t i = 0; i < T * half; ++i) {
+            table.cos_pairs[2 * i] = table.cos_pairs[2 * i + 1] = table.cos[i];
+            table.sin_pairs[2 * i] = -table.sin[i];
+            table.sin_pairs[2 * i + 1] = table.sin[i];
+        }
         return table;
     }
 
