@@ -96,7 +96,8 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
     const Tensor& merged = attended.heads;  // [B,Tq,D]
     Tensor used = options.ablate_head < 0 ? merged
                                           : ablate_head(merged, n_heads_, options.ablate_head, options.ablate_with);
-    Tensor output = linear(used, out_proj);                                                     // [B,Tq,D]
+    // [B,Tq,D], added onto the residual stream inside the projection when one is given
+    Tensor output = options.residual.defined() ? residual_linear(options.residual, used, out_proj) : linear(used, out_proj);
     Tensor heads = options.keep_heads ? split_heads(merged, n_heads_) : Tensor();              // [B,H,Tq,d]
     return {output, attended.weights, heads};
 }

@@ -175,7 +175,8 @@ Tensor Transformer::forward(const Tensor& ids, const ForwardHooks& hooks) const 
     for (size_t i = 0; i < blocks_.size(); ++i) {
         const Block& block = blocks_[i];
         Tensor h = layer_norm(x, block.ln1_weight, block.ln1_bias);                     // [B,T,D]
-        AttentionOptions options{.causal = true, .rope = use_rope, .keep_heads = hooks.head_outputs != nullptr};
+        AttentionOptions options{
+            .causal = true, .rope = use_rope, .keep_heads = hooks.head_outputs != nullptr, .residual = x};
         if (hooks.ablate_layer == static_cast<int64_t>(i)) {
             options.ablate_head = hooks.ablate_head;
             options.ablate_with = hooks.ablate_with;
@@ -183,10 +184,10 @@ Tensor Transformer::forward(const Tensor& ids, const ForwardHooks& hooks) const 
         AttentionResult attn = block.attn.forward(h, h, h, options);
         if (hooks.attention_maps) hooks.attention_maps->push_back(attn.weights);        // [B,H,T,T]
         if (hooks.head_outputs) hooks.head_outputs->push_back(attn.heads);              // [B,H,T,d]
-        x = add(x, attn.output);                                                        // residual
+        x = attn.output;                                                                // x + attention(h)
         h = layer_norm(x, block.ln2_weight, block.ln2_bias);                            // [B,T,D]
         Tensor hidden = gelu(linear(h, block.fc1_weight, block.fc1_bias));              // [B,T,4D]
-        x = add(x, linear(hidden, block.fc2_weight, block.fc2_bias));                   // residual
+        x = residual_linear(x, hidden, block.fc2_weight, block.fc2_bias);               // x + fc2(hidden)
     }
     return linear(layer_norm(x, ln_f_weight, ln_f_bias), lm_head);  // [B,T,V]
 }

@@ -13,7 +13,7 @@
 namespace tinyformer {
 
 struct AttentionResult {
-    Tensor output;   // [B,Tq,D]
+    Tensor output;   // [B,Tq,D] (+ AttentionOptions::residual)
     Tensor weights;  // [B,H,Tq,Tk]: how much each query position reads each key position, per head
     Tensor heads;    // [B,H,Tq,d]: each head's output, weights v, before any ablation (with keep_heads)
 };
@@ -23,6 +23,9 @@ struct AttentionOptions {
     bool rope = false;        // rotate q and k by their positions (rotary embedding)
     int64_t rope_start = 0;   // position of the first query/key (for generation with a cache)
     bool keep_heads = false;  // also return each head's output as AttentionResult::heads
+    // The residual stream [B,Tq,D]: when given, output = residual + the projection, added as
+    // the projection is written (residual_linear), so the block's own output is never stored.
+    Tensor residual{};
     // Head ablation (tinyformer inspect): head `ablate_head`'s output is replaced, at every
     // position and before the heads are merged, by `ablate_with` [d] — zeros if it is empty.
     int64_t ablate_head = -1;  // -1 = every head as it is

@@ -37,6 +37,16 @@ public:
         gemm(a, b, c, spec);
         add(c, bias, c);
     }
+    // c = residual + op(a) @ op(b) (+ bias [N] on every row, when defined), residual shaped as
+    // c: a linear layer added onto the residual stream. By default the product (gemm_bias or
+    // gemm), then a pass adding residual; a backend may add it as the product writes c, so
+    // that the branch's own output is never stored.
+    virtual void gemm_residual(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& residual, Tensor& c,
+                               const GemmSpec& spec) {
+        if (bias.defined()) gemm_bias(a, b, bias, c, spec);
+        else gemm(a, b, c, spec);
+        add(c, residual, c);
+    }
 
     // Elementwise, with NumPy broadcasting of a and b to out's shape.
     virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;

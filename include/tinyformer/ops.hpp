@@ -20,6 +20,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool t
               double alpha = 1.0);
 // h [..., in] @ weight [out, in]^T (+ bias [out]) → [..., out]: a PyTorch nn.Linear.
 Tensor linear(const Tensor& h, const Tensor& weight, const Tensor& bias = Tensor());
+// residual + linear(h, weight, bias): a layer's branch added onto the residual stream, as one
+// op with one result (the branch's own output is never stored). Same as add(residual, linear(...)).
+Tensor residual_linear(const Tensor& residual, const Tensor& h, const Tensor& weight, const Tensor& bias = Tensor());
 
 Tensor add(const Tensor& a, const Tensor& b);  // NumPy broadcasting
 Tensor mul(const Tensor& a, const Tensor& b);  // NumPy broadcasting

@@ -43,6 +43,11 @@ public:
     void gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmSpec& spec) override {
         timed(gemm_name(spec) + " + bias", [&] { inner_->gemm_bias(a, b, bias, c, spec); });
     }
+    void gemm_residual(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& residual, Tensor& c,
+                       const GemmSpec& spec) override {
+        timed(gemm_name(spec) + (bias.defined() ? " + bias" : "") + " + residual",
+              [&] { inner_->gemm_residual(a, b, bias, residual, c, spec); });
+    }
     void add(const Tensor& a, const Tensor& b, Tensor& out) override {
         timed("add " + dims(a.shape()) + " + " + dims(b.shape()), [&] { inner_->add(a, b, out); });
     }

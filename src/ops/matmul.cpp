@@ -88,25 +88,59 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     return record(c, "matmul", {a, b}, [a, b, spec](const Tensor& dc, const Tensor&) { matmul_backward(a, b, spec, dc); });
 }
 
+// d bias = dy summed over every row, added to the bias's gradient.
+static void bias_backward(const Tensor& bias, const Tensor& dy) {
+    if (!bias.requires_grad()) return;
+    Tensor d_bias = empty_like(bias, bias.shape());
+    backend().sum_to(dy, d_bias);
+    accumulate_grad(bias, d_bias);
+}
+
+// The spec of h [..., in] @ weight [out, in]^T with a bias [out], checked.
+static GemmSpec linear_spec(const char* op, const Tensor& h, const Tensor& weight, const Tensor& bias,
+                            Shape& out_shape) {
+    const GemmSpec spec = matmul_spec(op, h, weight, false, true, out_shape);  // [..., in] @ [out, in]^T → [..., out]
+    require_same_dtype(op, h, bias);
+    if (bias.rank() != 1 || bias.dim(0) != spec.N)
+        shape_error(op, "bias " + shape_str(bias.shape()) + " for " + std::to_string(spec.N) + " outputs");
+    return spec;
+}
+
 Tensor linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
     if (!bias.defined()) return matmul(h, weight, false, true);
-    Shape out_shape;  // [..., in] @ [out, in]^T → [..., out]
-    const GemmSpec spec = matmul_spec("linear", h, weight, false, true, out_shape);
-    require_same_dtype("linear", h, bias);
-    if (bias.rank() != 1 || bias.dim(0) != spec.N)
-        shape_error("linear", "bias " + shape_str(bias.shape()) + " for " + std::to_string(spec.N) + " outputs");
+    Shape out_shape;
+    const GemmSpec spec = linear_spec("linear", h, weight, bias, out_shape);
     // y = h W^T + bias as one kernel and one result tensor (and one buffer kept for the
     // backward) instead of a product and a sum.
     Tensor y = empty_like(h, out_shape);
     backend().gemm_bias(h, weight, bias, y, spec);
     return record(y, "linear", {h, weight, bias}, [h, weight, bias, spec](const Tensor& dy, const Tensor&) {
         matmul_backward(h, weight, spec, dy);
-        if (bias.requires_grad()) {  // d bias = dy summed over every row
-            Tensor d_bias = empty_like(bias, bias.shape());
-            backend().sum_to(dy, d_bias);
-            accumulate_grad(bias, d_bias);
-        }
+        bias_backward(bias, dy);
     });
+}
+
+Tensor residual_linear(const Tensor& residual, const Tensor& h, const Tensor& weight, const Tensor& bias) {
+    Shape out_shape;
+    const GemmSpec spec = bias.defined() ? linear_spec("residual_linear", h, weight, bias, out_shape)
+                                         : matmul_spec("residual_linear", h, weight, false, true, out_shape);
+    require_real("residual_linear", residual, "residual");
+    require_same_dtype("residual_linear", h, residual);
+    if (residual.shape() != out_shape)
+        shape_error("residual_linear", "residual " + shape_str(residual.shape()) + " for an output " +
+                                           shape_str(out_shape));
+    // x = residual + h W^T (+ bias): the sum's gradient dy is the residual's as it is, and the
+    // linear layer's backward as in linear().
+    Tensor x = empty_like(h, out_shape);
+    backend().gemm_residual(h, weight, bias, residual, x, spec);
+    std::vector<Tensor> inputs = {residual, h, weight};
+    if (bias.defined()) inputs.push_back(bias);
+    return record(x, "residual_linear", std::move(inputs),
+                  [residual, h, weight, bias, spec](const Tensor& dy, const Tensor&) {
+                      accumulate_grad(residual, dy);
+                      matmul_backward(h, weight, spec, dy);
+                      if (bias.defined()) bias_backward(bias, dy);
+                  });
 }
 
 }  // namespace tinyformer
