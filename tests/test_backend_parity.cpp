@@ -133,8 +133,6 @@ std::vector<OpCase> op_cases() {
         {"matmul batched a^T scaled", {{2, 3, 7, 5}, {2, 3, 7, 4}},
          [](auto& x) { return matmul(x[0], x[1], true, false, 0.25); }},
         {"select", {{3, 5, 7}}, [](auto& x) { return select(x[0], 1); }},
-        {"split_qkv_heads", {{2, 5, 24}}, [](auto& x) { return split_qkv_heads(x[0], 2, false); }},
-        {"split_qkv_heads with rope from 3", {{2, 7, 48}}, [](auto& x) { return split_qkv_heads(x[0], 4, true, 3); }},
         {"embedding (repeated ids)", {{11, 6}},
          [](auto& x) { return embedding(x[0], Tensor::ids({3, 1, 3, 0, 10, 3, 1, 7, 7, 2}, {2, 5})); }},
         {"layer_norm", {{5, 7, 12}, {12}, {12}}, [](auto& x) { return layer_norm(x[0], x[1], x[2]); }},

@@ -37,11 +37,6 @@ Tensor split_heads(const Tensor& x, int64_t n_heads);
 // [B,H,T,d] → [B,T,D]: the heads' outputs concatenated along the features.
 Tensor merge_heads(const Tensor& x);
 
-// Self-attention's q, k and v from one fused projection: qkv [B,T,3D] (q, k, v side by
-// side) → [3,B,H,T,d], q and k rotated (rope, positions start..) when `rope`; select(…, 0/1/2)
-// then gives q, k and v as views. One pass in, one pass back for the gradient.
-Tensor split_qkv_heads(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start = 0);
-
 // table [V,D], ids (i32, any shape S) → [S..., D]
 Tensor embedding(const Tensor& table, const Tensor& ids);
 // Normalises the last axis (biased variance, as PyTorch), then weight * x̂ + bias.
@@ -61,8 +56,8 @@ struct Attended {
 };
 Attended scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, double alpha, bool causal);
 // Self-attention from its fused projection qkv [B,T,3D] (each position's q, k and v side by
-// side): split_qkv_heads, then scaled_dot_product_attention on every head, then merge_heads,
-// as one op → heads [B,T,D] (head h in features h*d..h*d+d-1) and weights [B,H,T,T]. One op,
+// side): q, k and v cut into H heads (q and k rotated by rope, positions start..), then
+// scaled_dot_product_attention on every head, then merge_heads, as one op → heads [B,T,D] (head h in features h*d..h*d+d-1) and weights [B,H,T,T]. One op,
 // so that a backend can take each head straight out of qkv and keep it in cache.
 Attended self_attention(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, double alpha, bool causal);
 // Rotary positions on x [..., T, d] (d even) for positions start .. start+T-1.

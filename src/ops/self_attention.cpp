@@ -1,4 +1,4 @@
-// self_attention: split_qkv_heads, scaled_dot_product_attention and merge_heads as one op.
+// self_attention: the heads cut out of qkv, scaled_dot_product_attention and merge_heads as one op.
 //   qkv [B,T,3D]                 each position's q, k, v side by side (one projection)
 //   q, k, v → [B,H,T,d]          head h owns features h*d .. h*d+d-1; q and k rotated (rope)
 //   weights = softmax(q kᵀ · alpha [+ causal mask])                  [B,H,T,T]
