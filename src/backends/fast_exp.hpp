@@ -28,19 +28,25 @@ constexpr float c6 = 1.9875691500e-4f, c5 = 1.3981999507e-3f, c4 = 8.3334519073e
                 c2 = 1.6666665459e-1f, c1 = 5.0000001201e-1f;
 }  // namespace exp_constants
 
+// exp(r) for r in [-ln2/2, ln2/2]: Cephes' polynomial, for one float or sixteen lanes.
+template <class F>
+inline F exp_of_remainder(F r) {
+    using namespace exp_constants;
+    F p = r * c6 + c5;
+    p = p * r + c4;
+    p = p * r + c3;
+    p = p * r + c2;
+    p = p * r + c1;
+    return p * r * r + r + 1.0f;
+}
+
 inline float fast_exp(float x) {
     using namespace exp_constants;
     x = std::min(std::max(x, lowest), highest);
     const float n = std::nearbyint(x * log2e);  // x / ln 2
     // r = x - n·ln 2, with ln 2 split in a short head and a tail so the product is exact
     const float r = x - n * ln2_head + n * ln2_tail;
-    float p = c6;
-    p = p * r + c5;
-    p = p * r + c4;
-    p = p * r + c3;
-    p = p * r + c2;
-    p = p * r + c1;
-    p = p * r * r + r + 1.0f;
+    const float p = exp_of_remainder(r);
     const int32_t exponent_bits = (static_cast<int32_t>(n) + 127) << 23;  // the float 2^n
     float two_to_n;
     std::memcpy(&two_to_n, &exponent_bits, sizeof two_to_n);
@@ -57,13 +63,7 @@ inline Vec16 fast_exp(Vec16 x) {
     constexpr float round_to_integer = 12582912.0f;  // 1.5·2^23
     const Vec16 n = (x * log2e + round_to_integer) - round_to_integer;
     const Vec16 r = x - n * ln2_head + n * ln2_tail;
-    Vec16 p = Vec16{} + c6;
-    p = p * r + c5;
-    p = p * r + c4;
-    p = p * r + c3;
-    p = p * r + c2;
-    p = p * r + c1;
-    p = p * r * r + r + 1.0f;
+    const Vec16 p = exp_of_remainder(r);
     const Int16 exponent_bits = (__builtin_convertvector(n, Int16) + 127) << 23;  // 2^n in each lane
     Vec16 two_to_n;
     std::memcpy(&two_to_n, &exponent_bits, sizeof two_to_n);
