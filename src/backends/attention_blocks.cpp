@@ -11,6 +11,13 @@ namespace {
 
 constexpr int64_t kLanes = 16;  // floats in a Vec16
 
+// v's lanes in the order the indices give (GCC and clang spell this builtin differently).
+#if defined(__clang__)
+#define LANES_IN_ORDER(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
+#else
+#define LANES_IN_ORDER(v, ...) __builtin_shuffle(v, Int16{__VA_ARGS__})
+#endif
+
 Vec16 load(const float* p) {
     Vec16 v;
     std::memcpy(&v, p, sizeof v);
@@ -20,20 +27,20 @@ void store(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
 
 // The sum and the largest of a Vec16's lanes: the upper half folded onto the lower, four times.
 float lane_sum(Vec16 v) {
-    v += __builtin_shuffle(v, Int16{8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
-    v += __builtin_shuffle(v, Int16{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
-    v += __builtin_shuffle(v, Int16{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
-    v += __builtin_shuffle(v, Int16{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14});
+    v += LANES_IN_ORDER(v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+    v += LANES_IN_ORDER(v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
+    v += LANES_IN_ORDER(v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+    v += LANES_IN_ORDER(v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
     return v[0];
 }
 float lane_max(Vec16 v) {
-    Vec16 other = __builtin_shuffle(v, Int16{8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7});
+    Vec16 other = LANES_IN_ORDER(v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
     v = v > other ? v : other;
-    other = __builtin_shuffle(v, Int16{4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
+    other = LANES_IN_ORDER(v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
     v = v > other ? v : other;
-    other = __builtin_shuffle(v, Int16{2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
+    other = LANES_IN_ORDER(v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
     v = v > other ? v : other;
-    other = __builtin_shuffle(v, Int16{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14});
+    other = LANES_IN_ORDER(v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
     v = v > other ? v : other;
     return v[0];
 }
@@ -100,12 +107,11 @@ void transpose_into(const float* in, int64_t stride, int64_t T, int64_t d, float
 // times cos_pairs, plus the row with each pair swapped times sin_pairs (-s, +s).
 void rotate_rows(const float* x, int64_t x_stride, const HeadInputs& in, int64_t T, int64_t d, float sign, float* out,
                  int64_t out_stride) {
-    const Int16 swap_pairs = {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14};
     for (int64_t t = 0; t < T; ++t)
         for (int64_t j = 0; j < d; j += kLanes) {
             const Vec16 u = load(x + t * x_stride + j);
             const Vec16 c = load(in.cos_pairs + t * d + j), s = sign * load(in.sin_pairs + t * d + j);
-            store(out + t * out_stride + j, u * c + __builtin_shuffle(u, swap_pairs) * s);
+            store(out + t * out_stride + j, u * c + LANES_IN_ORDER(u, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14) * s);
         }
 }
 

@@ -1,13 +1,14 @@
-// Causal self-attention for one (batch, head), float32, with every block in cache: the
-// oneDNN backend's attention_forward and attention_backward run these on each thread's
-// share of the (batch, head) pairs. For T a multiple of 16 and d a multiple of 16.
+// Causal attention for one (batch, head), float32, with every block in cache: the oneDNN
+// backend's attention_forward/backward and self_attention_forward/backward run these on each
+// thread's share of the (batch, head) pairs. For T a multiple of 16 and d a multiple of 16.
 //
 // Why by hand: a head's q, k, v [T,d] and its weights [T,T] are a few kilobytes. Done as
 // batched products, attention writes its T×T scores out to memory, reads them back for the
 // softmax and again for the product with v, and computes the masked upper triangle only to
-// throw it away. Here each product walks rows in blocks of 4, and a block of rows stops at
-// the last key its rows may read (rounded up to 16 columns), so about 5/8 of the full
-// products are done; the softmax runs on rows that were just written.
+// throw it away; self-attention also first copied each head out of the q/k/v projection (and
+// rotated it), and back for the gradient. Here a head is read where it lies, and each product
+// walks rows in blocks of 4 or 8 that stop at the last key their rows may read (rounded up to
+// 16 columns): about 5/8 of the full products. The softmax runs on rows just written.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,10 @@
 // The oneDNN backend: float32 kernels from oneDNN (Intel's library of deep-learning
-// primitives) for the work that matters — every matmul, softmax, layer norm and GELU — and
-// OpenMP loops for the cheap elementwise and data-movement ops. float64 calls (the gradient
-// checks) go to the reference backend untouched, so they stay exact.
+// primitives) for the work that matters — every matrix product, with its bias, its scale, the
+// residual stream or the gradient accumulation applied by the product; layer norm; the
+// softmax backward — and OpenMP loops for the rest: the elementwise and data-movement ops,
+// GELU, and causal attention one (batch, head) at a time with its blocks in cache
+// (attention_blocks.cpp), each measured faster here than oneDNN's own. float64 calls (the
+// gradient checks) go to the reference backend untouched, so they stay exact.
 //
 // oneDNN in three sentences. A *primitive* is a kernel generated (JIT) for one exact
 // configuration: shapes, strides, flags. Making one is slow and running it is fast, so each
