@@ -97,7 +97,8 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
     Tensor used = options.ablate_head < 0 ? merged
                                           : ablate_head(merged, n_heads_, options.ablate_head, options.ablate_with);
     // [B,Tq,D], added onto the residual stream inside the projection when one is given
-    Tensor output = options.residual.defined() ? residual_linear(options.residual, used, out_proj) : linear(used, out_proj);
+    Tensor output = options.residual.defined() ? residual_linear(options.residual, used, out_proj)
+                                               : linear(used, out_proj);
     Tensor heads = options.keep_heads ? split_heads(merged, n_heads_) : Tensor();              // [B,H,Tq,d]
     return {output, attended.weights, heads};
 }

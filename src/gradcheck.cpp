@@ -139,7 +139,8 @@ std::vector<GradCheckResult> run_gradcheck_suite(const GradCheckSettings& settin
     check("attention_causal_offset",
           [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.6, true).heads; },
           {in({1, 2, 3, 4}), in({1, 2, 6, 4}), in({1, 2, 6, 4})});
-    check("attention_unmasked", [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.5, false).heads; },
+    check("attention_unmasked",
+          [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.5, false).heads; },
           {in({2, 4, 3}), in({2, 5, 3}), in({2, 5, 3})});
     check("self_attention_causal_rope", [](auto& x) { return self_attention(x[0], 2, true, 3, 0.4, true).heads; },
           {in({2, 5, 12})});

@@ -57,8 +57,9 @@ struct Attended {
 Attended scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, double alpha, bool causal);
 // Self-attention from its fused projection qkv [B,T,3D] (each position's q, k and v side by
 // side): q, k and v cut into H heads (q and k rotated by rope, positions start..), then
-// scaled_dot_product_attention on every head, then merge_heads, as one op → heads [B,T,D] (head h in features h*d..h*d+d-1) and weights [B,H,T,T]. One op,
-// so that a backend can take each head straight out of qkv and keep it in cache.
+// scaled_dot_product_attention on every head, then merge_heads → heads [B,T,D] (head h in
+// features h*d..h*d+d-1) and weights [B,H,T,T]. One op, so that a backend can take each head
+// straight out of qkv and keep it in cache.
 Attended self_attention(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, double alpha, bool causal);
 // Rotary positions on x [..., T, d] (d even) for positions start .. start+T-1.
 Tensor rope(const Tensor& x, int64_t start = 0);

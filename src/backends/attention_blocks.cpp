@@ -111,7 +111,8 @@ void rotate_rows(const float* x, int64_t x_stride, const HeadInputs& in, int64_t
         for (int64_t j = 0; j < d; j += kLanes) {
             const Vec16 u = load(x + t * x_stride + j);
             const Vec16 c = load(in.cos_pairs + t * d + j), s = sign * load(in.sin_pairs + t * d + j);
-            store(out + t * out_stride + j, u * c + LANES_IN_ORDER(u, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14) * s);
+            const Vec16 pairs_swapped = LANES_IN_ORDER(u, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
+            store(out + t * out_stride + j, u * c + pairs_swapped * s);
         }
 }
 
@@ -123,7 +124,8 @@ void causal_softmax_row(float* row, int64_t i, int64_t T, float alpha) {
     const Vec16 minus_infinity = Vec16{} - std::numeric_limits<float>::infinity(), zero = {};
     Vec16 largest = minus_infinity;
     for (int64_t j = 0; j < width; j += kLanes) {
-        const Vec16 masked = lane + static_cast<float>(j) > static_cast<float>(i) ? minus_infinity : alpha * load(row + j);
+        const Vec16 scaled = alpha * load(row + j);
+        const Vec16 masked = lane + static_cast<float>(j) > static_cast<float>(i) ? minus_infinity : scaled;
         largest = largest > masked ? largest : masked;
     }
     const float max = lane_max(largest);

@@ -462,29 +462,38 @@ public:
     }
 
     // ---- attention ----
-    // Causal self-attention whose T and d are multiples of 16 runs one (batch, head) per task
-    // with its blocks in cache (attention_blocks.cpp): measured on the Shakespeare step, ~1 ms
-    // of its 24 faster than the batched products and softmax. Any other attention is
-    // Backend's composition of those (cross-attention, sampling's one new query, odd T).
-    static bool attention_in_blocks(const Tensor& q, const Tensor& k, bool causal) {
-        const int64_t T = q.dim(-2), d = q.dim(-1);
-        return causal && k.dim(-2) == T && T > 0 && T % 16 == 0 && d > 0 && d % 16 == 0;
+    // Causal attention whose T and d are multiples of 16 runs one (batch, head) per task with
+    // its blocks in cache (attention_blocks.cpp); any other attention (cross-attention,
+    // sampling's new queries against a longer cache, odd T or d) is Backend's composition of
+    // products and softmax.
+    static bool in_blocks(bool causal, int64_t Tq, int64_t Tk, int64_t d) {
+        return causal && Tq == Tk && Tq > 0 && Tq % 16 == 0 && d > 0 && d % 16 == 0;
+    }
+
+    // task(p, scratch) for every (batch, head) pair p, over the threads, each with its own scratch.
+    template <class Task>
+    void for_each_head(int64_t pairs, int64_t T, int64_t d, Task&& task) {
+        const int64_t per_thread = detail::attention_scratch_floats(T, d);
+        const size_t needed = static_cast<size_t>(per_thread) * omp_get_max_threads();
+        if (attention_scratch_.size() < needed) attention_scratch_.resize(needed);  // grows, never shrinks
+        float* scratch = attention_scratch_.data();
+#pragma omp parallel for schedule(static)
+        for (int64_t p = 0; p < pairs; ++p) task(p, scratch + omp_get_thread_num() * per_thread);
     }
 
     void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, double alpha, bool causal,
                            Tensor& heads, Tensor& weights) override {
         if (q.dtype() != DType::f32) return reference_->attention_forward(q, k, v, alpha, causal, heads, weights);
-        if (!attention_in_blocks(q, k, causal)) return Backend::attention_forward(q, k, v, alpha, causal, heads, weights);
-        const int64_t T = q.dim(-2), d = q.dim(-1), pairs = q.numel() / (T * d);
+        const int64_t T = q.dim(-2), d = q.dim(-1);
+        if (!in_blocks(causal, T, k.dim(-2), d))
+            return Backend::attention_forward(q, k, v, alpha, causal, heads, weights);
         const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>();
         float *ph = heads.data<float>(), *pw = weights.data<float>();
-        const int64_t per_task = detail::attention_scratch_floats(T, d);
-        float* scratch = attention_scratch(per_task);
-#pragma omp parallel for schedule(static)
-        for (int64_t p = 0; p < pairs; ++p)
-            detail::attention_forward_block({pq + p * T * d, pk + p * T * d, pv + p * T * d, d}, T, d,
-                                            static_cast<float>(alpha), ph + p * T * d, d, pw + p * T * T,
-                                            scratch + omp_get_thread_num() * per_task);
+        for_each_head(q.numel() / (T * d), T, d, [&](int64_t p, float* scratch) {
+            const int64_t at = p * T * d;  // this pair's [T,d] blocks
+            detail::attention_forward_block({pq + at, pk + at, pv + at, d}, T, d, static_cast<float>(alpha), ph + at, d,
+                                            pw + p * T * T, scratch);
+        });
     }
 
     void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& weights,
@@ -492,45 +501,39 @@ public:
                             Tensor& dv) override {
         if (q.dtype() != DType::f32)
             return reference_->attention_backward(q, k, v, weights, d_heads, alpha, causal, dq, dk, dv);
-        if (!attention_in_blocks(q, k, causal))
+        const int64_t T = q.dim(-2), d = q.dim(-1);
+        if (!in_blocks(causal, T, k.dim(-2), d))
             return Backend::attention_backward(q, k, v, weights, d_heads, alpha, causal, dq, dk, dv);
-        const int64_t T = q.dim(-2), d = q.dim(-1), pairs = q.numel() / (T * d);
         const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>(), *pw = weights.data<float>(),
                     *pdh = d_heads.data<float>();
         float *pdq = dq.data<float>(), *pdk = dk.data<float>(), *pdv = dv.data<float>();
-        const int64_t per_task = detail::attention_scratch_floats(T, d);
-        float* scratch = attention_scratch(per_task);
-#pragma omp parallel for schedule(static)
-        for (int64_t p = 0; p < pairs; ++p)
-            detail::attention_backward_block({pq + p * T * d, pk + p * T * d, pv + p * T * d, d}, pw + p * T * T,
-                                             pdh + p * T * d, d, T, d, static_cast<float>(alpha), pdq + p * T * d,
-                                             pdk + p * T * d, pdv + p * T * d, d,
-                                             scratch + omp_get_thread_num() * per_task);
+        for_each_head(q.numel() / (T * d), T, d, [&](int64_t p, float* scratch) {
+            const int64_t at = p * T * d;
+            detail::attention_backward_block({pq + at, pk + at, pv + at, d}, pw + p * T * T, pdh + at, d, T, d,
+                                             static_cast<float>(alpha), pdq + at, pdk + at, pdv + at, d, scratch);
+        });
     }
 
     // Self-attention in blocks reads each head straight out of qkv [B,T,3D] (rows 3D apart),
     // rotates its q and k in cache, and writes its output into its features of merged [B,T,D];
     // the backward writes dq, dk and dv into their places in d_qkv. No [3,B,H,T,d] copy of the
-    // heads either way. Other shapes: Backend's composition.
+    // heads either way.
     void self_attention_forward(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, double alpha,
                                 bool causal, Tensor& merged, Tensor& weights) override {
         if (qkv.dtype() != DType::f32)
             return reference_->self_attention_forward(qkv, n_heads, rope, start, alpha, causal, merged, weights);
         const int64_t B = qkv.dim(0), T = qkv.dim(1), D = qkv.dim(2) / 3, H = n_heads, d = D / H;
-        if (!(causal && T % 16 == 0 && d % 16 == 0))
+        if (!in_blocks(causal, T, T, d))
             return Backend::self_attention_forward(qkv, n_heads, rope, start, alpha, causal, merged, weights);
-        const RopeTable* table = rope ? &rope_table(start, T, d) : nullptr;  // [T, d/2] cos and sin
+        const RopeTable* table = rope ? &rope_table(start, T, d) : nullptr;
         const float* pqkv = qkv.data<float>();
         float *pm = merged.data<float>(), *pw = weights.data<float>();
-        const int64_t per_task = detail::attention_scratch_floats(T, d);
-        float* scratch = attention_scratch(per_task);
-#pragma omp parallel for schedule(static)
-        for (int64_t p = 0; p < B * H; ++p) {
+        for_each_head(B * H, T, d, [&](int64_t p, float* scratch) {
             const int64_t b = p / H, h = p % H;
             detail::attention_forward_block(head_of(pqkv + b * T * 3 * D + h * d, D, table), T, d,
                                             static_cast<float>(alpha), pm + b * T * D + h * d, D, pw + p * T * T,
-                                            scratch + omp_get_thread_num() * per_task);
-        }
+                                            scratch);
+        });
     }
 
     void self_attention_backward(const Tensor& qkv, const Tensor& weights, const Tensor& d_merged, int64_t n_heads,
@@ -539,22 +542,19 @@ public:
             return reference_->self_attention_backward(qkv, weights, d_merged, n_heads, rope, start, alpha, causal,
                                                        d_qkv);
         const int64_t B = qkv.dim(0), T = qkv.dim(1), D = qkv.dim(2) / 3, H = n_heads, d = D / H;
-        if (!(causal && T % 16 == 0 && d % 16 == 0))
+        if (!in_blocks(causal, T, T, d))
             return Backend::self_attention_backward(qkv, weights, d_merged, n_heads, rope, start, alpha, causal,
                                                     d_qkv);
         const RopeTable* table = rope ? &rope_table(start, T, d) : nullptr;
         const float *pqkv = qkv.data<float>(), *pw = weights.data<float>(), *pdm = d_merged.data<float>();
         float* pdqkv = d_qkv.data<float>();
-        const int64_t per_task = detail::attention_scratch_floats(T, d);
-        float* scratch = attention_scratch(per_task);
-#pragma omp parallel for schedule(static)
-        for (int64_t p = 0; p < B * H; ++p) {
+        for_each_head(B * H, T, d, [&](int64_t p, float* scratch) {
             const int64_t b = p / H, h = p % H;
             float* dq = pdqkv + b * T * 3 * D + h * d;  // dk and dv follow D and 2D floats later
             detail::attention_backward_block(head_of(pqkv + b * T * 3 * D + h * d, D, table), pw + p * T * T,
                                              pdm + b * T * D + h * d, D, T, d, static_cast<float>(alpha), dq, dq + D,
-                                             dq + 2 * D, 3 * D, scratch + omp_get_thread_num() * per_task);
-        }
+                                             dq + 2 * D, 3 * D, scratch);
+        });
     }
 
     // ---- rope ----
@@ -568,8 +568,8 @@ public:
         float* po = out.data<float>();
 #pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
         for (int64_t r = 0; r < rows; ++r)
-            detail::rotate_pairs(px + r * d, po + r * d, table.cos.data() + (r % T) * half, table.sin.data() + (r % T) * half,
-                         half, sign);
+            detail::rotate_pairs(px + r * d, po + r * d, table.cos.data() + (r % T) * half,
+                                 table.sin.data() + (r % T) * half, half, sign);
     }
 
     // ---- self-attention's heads ----
@@ -668,19 +668,13 @@ private:
     RopeTable rope_table_;  // the last one made: training asks for the same one every time
     std::vector<float> variance_, unused_shift_;  // layer_norm_backward's scratch [N], [C]
     std::vector<double> row_losses_;  // cross_entropy_forward's scratch [N]
-    std::vector<float> attention_scratch_;  // attention_forward/backward's, per thread
+    std::vector<float> attention_scratch_;  // for_each_head's, for every thread
 
     // One head of self-attention inside qkv [B,T,3D]: its q at `q`, its k and v D and 2D
     // floats later, rows 3D apart; rope's tables when given.
     static detail::HeadInputs head_of(const float* q, int64_t D, const RopeTable* table) {
-        return {q, q + D, q + 2 * D, 3 * D, table ? table->cos_pairs.data() : nullptr, table ? table->sin_pairs.data() : nullptr};
-    }
-
-    // Scratch for attention's blocks, `per_thread` floats for each thread; grows, never shrinks.
-    float* attention_scratch(int64_t per_thread) {
-        const size_t needed = static_cast<size_t>(per_thread) * omp_get_max_threads();
-        if (attention_scratch_.size() < needed) attention_scratch_.resize(needed);
-        return attention_scratch_.data();
+        if (!table) return {q, q + D, q + 2 * D, 3 * D};
+        return {q, q + D, q + 2 * D, 3 * D, table->cos_pairs.data(), table->sin_pairs.data()};
     }
 
     // The kernel cached under `key` (the thread count is part of it: oneDNN fixes a
@@ -782,9 +776,11 @@ private:
                                                                      {DNNL_ARG_DST, c_desc}});
                            });
         if (bias && residual)
-            run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, c}, {kResidualArg, residual}});
+            run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, c},
+                    {kResidualArg, residual}});
         else if (bias) run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, c}});
-        else if (residual) run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}, {kResidualArg, residual}});
+        else if (residual)
+            run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}, {kResidualArg, residual}});
         else run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     }
 

@@ -29,7 +29,8 @@ Attended scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Te
     backend().attention_forward(q, k, v, alpha, causal, heads, weights);
     heads = record(heads, causal ? "attention_causal" : "attention", {q, k, v},
                    [q, k, v, weights, alpha, causal](const Tensor& d_heads, const Tensor&) {
-                       Tensor dq = empty_like(q, q.shape()), dk = empty_like(k, k.shape()), dv = empty_like(v, v.shape());
+                       Tensor dq = empty_like(q, q.shape()), dk = empty_like(k, k.shape());
+                       Tensor dv = empty_like(v, v.shape());
                        backend().attention_backward(q, k, v, weights, d_heads, alpha, causal, dq, dk, dv);
                        accumulate_grad(q, dq);
                        accumulate_grad(k, dk);
