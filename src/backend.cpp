@@ -15,10 +15,13 @@ static GemmSpec attention_product(int64_t pairs, int64_t M, int64_t N, int64_t K
     return spec;
 }
 
+// The number of [rows, cols] matrices in a [..., rows, cols] tensor: its (batch, head) pairs.
+static int64_t matrices_in(const Tensor& t) { return numel_of(Shape(t.shape().begin(), t.shape().end() - 2)); }
+
 // weights = softmax(alpha · q kᵀ), heads = weights v.
 void Backend::attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, double alpha, bool causal,
                                 Tensor& heads, Tensor& weights) {
-    const int64_t Tq = q.dim(-2), Tk = k.dim(-2), d = q.dim(-1), pairs = q.numel() / (Tq * d);
+    const int64_t Tq = q.dim(-2), Tk = k.dim(-2), d = q.dim(-1), pairs = matrices_in(q);
     Tensor scores = Tensor::empty(weights.shape(), weights.dtype());                          // [..., Tq, Tk]
     gemm(q, k, scores, attention_product(pairs, Tq, Tk, d, false, true, alpha));              // alpha · q kᵀ
     softmax_forward(scores, causal, weights);                                                 // [..., Tq, Tk]
@@ -31,7 +34,7 @@ void Backend::attention_forward(const Tensor& q, const Tensor& k, const Tensor& 
 void Backend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& weights,
                                  const Tensor& d_heads, double alpha, bool /*causal: in weights' zeros*/,
                                  Tensor& dq, Tensor& dk, Tensor& dv) {
-    const int64_t Tq = q.dim(-2), Tk = k.dim(-2), d = q.dim(-1), pairs = q.numel() / (Tq * d);
+    const int64_t Tq = q.dim(-2), Tk = k.dim(-2), d = q.dim(-1), pairs = matrices_in(q);
     gemm(weights, d_heads, dv, attention_product(pairs, Tk, d, Tq, true, false, 1.0));        // [..., Tk, d]
     Tensor d_weights = Tensor::empty(weights.shape(), weights.dtype());                       // [..., Tq, Tk]
     gemm(d_heads, v, d_weights, attention_product(pairs, Tq, Tk, d, false, true, 1.0));

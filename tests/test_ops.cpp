@@ -105,3 +105,28 @@ TEST_CASE("reshape is a view; transpose swaps axes", "[ops]") {
     REQUIRE(t.shape() == Shape{3, 2});
     REQUIRE(t.to_vector() == std::vector<double>{0, 3, 1, 4, 2, 5});
 }
+
+TEST_CASE("attention's ops refuse shapes they cannot take, naming the op and the shapes", "[ops]") {
+    const Tensor x = Tensor::zeros({2, 4, 8});
+    auto attention_error = [](const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
+        return [=] { scaled_dot_product_attention(q, k, v, 1.0, causal); };
+    };
+    REQUIRE_THROWS_WITH(attention_error(x, Tensor::zeros({2, 4, 6}), Tensor::zeros({2, 4, 6}), false)(),
+                        Catch::Contains("scaled_dot_product_attention") && Catch::Contains("[2,4,6]"));
+    REQUIRE_THROWS_WITH(attention_error(x, x, Tensor::zeros({2, 5, 8}), false)(),
+                        Catch::Contains("[2,5,8]"));  // k and v differ
+    REQUIRE_THROWS_WITH(attention_error(x, Tensor::zeros({2, 3, 8}), Tensor::zeros({2, 3, 8}), true)(),
+                        Catch::Contains("Tq <= Tk"));
+    REQUIRE_THROWS_WITH(attention_error(Tensor::zeros({2, 0, 8}), x, x, false)(), Catch::Contains("[2,0,8]"));
+    REQUIRE_THROWS_WITH(attention_error(Tensor::zeros({2, 4, 0}), Tensor::zeros({2, 4, 0}), Tensor::zeros({2, 4, 0}),
+                                        false)(),
+                        Catch::Contains("one feature"));
+    REQUIRE_THROWS_WITH(self_attention(Tensor::zeros({2, 4, 24}), 3, false, 0, 1.0, true),
+                        Catch::Contains("self_attention") && Catch::Contains("n_heads 3"));
+    REQUIRE_THROWS_WITH(self_attention(Tensor::zeros({2, 4, 18}), 2, true, 0, 1.0, true),
+                        Catch::Contains("even head width"));
+    REQUIRE_THROWS_WITH(self_attention(Tensor::zeros({2, 0, 24}), 2, false, 0, 1.0, true),
+                        Catch::Contains("[2,0,24]"));
+    REQUIRE_THROWS_WITH(self_attention(Tensor::zeros({2, 4, 25}), 2, false, 0, 1.0, true),
+                        Catch::Contains("[B,T,3D]"));
+}

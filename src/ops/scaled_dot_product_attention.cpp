@@ -19,7 +19,8 @@ Attended scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Te
         !std::equal(q.shape().begin(), q.shape().end() - 2, k.shape().begin()) || q.dim(-1) != k.dim(-1))
         shape_error(op, "needs q [..., Tq, d] and k, v [..., Tk, d], got " + shapes());
     const int64_t Tq = q.dim(-2), Tk = k.dim(-2);
-    if (Tk == 0) shape_error(op, "needs at least one key, got " + shapes());
+    if (Tq == 0 || Tk == 0 || q.dim(-1) == 0)
+        shape_error(op, "needs at least one query, one key and one feature, got " + shapes());
     if (causal && Tq > Tk) shape_error(op, "a causal mask needs Tq <= Tk, got " + shapes());
 
     Shape weights_shape(q.shape().begin(), q.shape().end() - 1);
