@@ -154,7 +154,9 @@ void causal_softmax_backward_row(const float* p, float* d_row, int64_t i, int64_
 
 }  // namespace
 
-int64_t attention_scratch_floats(int64_t T, int64_t d) { return 5 * T * d + T * T; }
+// The backward's, the larger: v_t [d,T], d_scores [T,T], d_rotated, q and k rotated [T,d] each.
+// (The forward's k_t, q and k rotated fit in its first 3·T·d.)
+int64_t attention_scratch_floats(int64_t T, int64_t d) { return 4 * T * d + T * T; }
 
 // Rows of a block (R = rows_per_block of the result's width) read keys up to the block's last
 // row, so a product over keys stops there: on the scores it stops at visible_width, on the
