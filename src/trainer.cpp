@@ -18,6 +18,7 @@
 #include "tinyformer/evaluate.hpp"
 #include "tinyformer/optim.hpp"
 #include "tinyformer/plot.hpp"
+#include "tinyformer/run_lock.hpp"
 
 namespace fs = std::filesystem;
 
@@ -215,6 +216,14 @@ nlohmann::json train(const TrainOptions& options) {
 
     const std::string corpus_text = corpus_description(corpus);
 
+    if (options.resume && !fs::exists(state_path))
+        throw InputError(dir + ": no train_state.safetensors to resume from");
+    std::error_code error;
+    fs::create_directories(dir, error);
+    if (error) throw InputError(dir + ": cannot create the run directory: " + error.message());
+    // From here to the end this run is the directory's only writer; what it finds there
+    // (a run to resume, or to refuse to overwrite) is checked under the lock.
+    const RunDirectoryLock lock(dir);
     if (options.resume) {
         if (!fs::exists(state_path)) throw InputError(dir + ": no train_state.safetensors to resume from");
         const std::map<std::string, std::string> saved = read_safetensors(state_path).metadata;
@@ -231,9 +240,6 @@ nlohmann::json train(const TrainOptions& options) {
         throw InputError(dir + " already holds a run (train_state.safetensors): continue it with --resume " + dir +
                          ", or start over with --force or another --out");
     }
-    std::error_code error;
-    fs::create_directories(dir, error);
-    if (error) throw InputError(dir + ": cannot create the run directory: " + error.message());
     remove_stale_temporaries(dir);  // left by a run that was killed while writing
     try {
         const std::string config_path = (fs::path(dir) / "config.toml").string();
