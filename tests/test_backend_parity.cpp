@@ -6,7 +6,7 @@
 // the worst difference relative to the tensor's own scale (an element that is nearly 0 in a
 // tensor of size-1 values carries float32 rounding of size 1e-7, not of its own size). The
 // bound is 1e-4.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <algorithm>
 #include <cmath>
 #include <functional>

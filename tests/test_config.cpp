@@ -1,7 +1,7 @@
 // The run configuration: defaults, the shipped configs, --set overrides, path resolution,
 // one test per kind of mistake (each message must name the file, the position, the dotted
 // key and, for an unknown key, the nearest valid one), and the TOML and JSON round trips.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -13,7 +13,6 @@
 #include "tinyformer/errors.hpp"
 
 using namespace tinyformer;
-using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
@@ -140,9 +139,9 @@ TEST_CASE("every key has its documented default", "[config]") {
                             "logging.progress_bar"})
         CHECK(std::find(keys.begin(), keys.end(), key) != keys.end());
     const std::string reference = config_reference();
-    for (const std::string& key : keys) CHECK_THAT(reference, Contains("`" + key + "`"));
-    CHECK_THAT(reference, Contains("| `train.steps` | `2000` |"));
-    CHECK_THAT(reference, Contains("| `optim.eps` | `1e-8` |"));
+    for (const std::string& key : keys) CHECK_THAT(reference, ContainsSubstring("`" + key + "`"));
+    CHECK_THAT(reference, ContainsSubstring("| `train.steps` | `2000` |"));
+    CHECK_THAT(reference, ContainsSubstring("| `optim.eps` | `1e-8` |"));
 }
 
 TEST_CASE("the shipped configs load", "[config]") {
@@ -180,8 +179,8 @@ TEST_CASE("the shipped configs load", "[config]") {
 
     // Without the override there is no corpus, and the message says how to give one.
     const std::string message = error_of([&] { load_config(shakespeare_toml); });
-    CHECK_THAT(message, Contains("shakespeare_char.toml"));
-    CHECK_THAT(message, Contains("data.path: no corpus given (set data.path, or data.train_path and data.val_path)"));
+    CHECK_THAT(message, ContainsSubstring("shakespeare_char.toml"));
+    CHECK_THAT(message, ContainsSubstring("data.path: no corpus given (set data.path, or data.train_path and data.val_path)"));
 }
 
 TEST_CASE("Overrides with --set are parsed as TOML values and type-checked", "[config]") {
@@ -208,25 +207,25 @@ TEST_CASE("Overrides with --set are parsed as TOML values and type-checked", "[c
     CHECK(bare.data.path == "x y.txt");
 
     const std::string wrong = error_of([&] { load_config(file, {"train.steps=ten"}, false); });
-    CHECK_THAT(wrong, Contains("--set train.steps=ten"));
-    CHECK_THAT(wrong, Contains("train.steps: got the string \"ten\", expected an integer"));
+    CHECK_THAT(wrong, ContainsSubstring("--set train.steps=ten"));
+    CHECK_THAT(wrong, ContainsSubstring("train.steps: got the string \"ten\", expected an integer"));
     const std::string fractional = error_of([&] { load_config(file, {"train.batch_size=1.5"}, false); });
-    CHECK_THAT(fractional, Contains("train.batch_size: got the float 1.5, expected an integer"));
+    CHECK_THAT(fractional, ContainsSubstring("train.batch_size: got the float 1.5, expected an integer"));
     const std::string range = error_of([&] { load_config(file, {"optim.lr=0"}, false); });
-    CHECK_THAT(range, Contains("--set optim.lr=0: optim.lr: got 0.0, expected a number > 0"));
+    CHECK_THAT(range, ContainsSubstring("--set optim.lr=0: optim.lr: got 0.0, expected a number > 0"));
 }
 
 TEST_CASE("a malformed --set names itself and the nearest key", "[config]") {
     TempDir dir;
     const std::string file = dir.write("run.toml", with_corpus(""));
     const std::string no_equals = error_of([&] { load_config(file, {"train.steps"}, false); });
-    CHECK_THAT(no_equals, Contains("--set train.steps: expected section.key=value"));
-    CHECK_THAT(no_equals, Contains("did you mean train.steps=...?"));
+    CHECK_THAT(no_equals, ContainsSubstring("--set train.steps: expected section.key=value"));
+    CHECK_THAT(no_equals, ContainsSubstring("did you mean train.steps=...?"));
     const std::string unknown = error_of([&] { load_config(file, {"tran.step=3"}, false); });
-    CHECK_THAT(unknown, Contains("--set tran.step=3: tran.step: unknown key"));
-    CHECK_THAT(unknown, Contains("did you mean train.steps?"));
+    CHECK_THAT(unknown, ContainsSubstring("--set tran.step=3: tran.step: unknown key"));
+    CHECK_THAT(unknown, ContainsSubstring("did you mean train.steps?"));
     const std::string misplaced = error_of([&] { load_config(file, {"train.lr=0.1"}, false); });
-    CHECK_THAT(misplaced, Contains("did you mean optim.lr?"));
+    CHECK_THAT(misplaced, ContainsSubstring("did you mean optim.lr?"));
 }
 
 TEST_CASE("paths: from the file's directory, from the working directory with --set", "[config]") {
@@ -262,14 +261,14 @@ TEST_CASE("unknown keys and sections suggest the nearest key", "[config]") {
         INFO(c.text);
         const std::string file = dir.write("typo.toml", c.text);
         const std::string message = error_of([&] { load_config(file, kCorpus, false); });
-        CHECK_THAT(message, Contains(file + c.where));
-        CHECK_THAT(message, Contains(c.key));
-        CHECK_THAT(message, Contains(c.suggestion));
+        CHECK_THAT(message, ContainsSubstring(file + c.where));
+        CHECK_THAT(message, ContainsSubstring(c.key));
+        CHECK_THAT(message, ContainsSubstring(c.suggestion));
     }
     // A section given as a plain value is a type error, not an unknown key.
     const std::string file = dir.write("flat.toml", "model = 3\n");
     CHECK_THAT(error_of([&] { load_config(file, {}, false); }),
-               Contains("flat.toml:1:1: model: got the integer 3, expected a table [model]"));
+               ContainsSubstring("flat.toml:1:1: model: got the integer 3, expected a table [model]"));
 }
 
 TEST_CASE("values of the wrong type are rejected", "[config]") {
@@ -291,8 +290,8 @@ TEST_CASE("values of the wrong type are rejected", "[config]") {
         INFO(c.text);
         const std::string file = dir.write("types.toml", c.text);
         const std::string message = error_of([&] { load_config(file, kCorpus, false); });
-        CHECK_THAT(message, Contains(file + c.where));
-        CHECK_THAT(message, Contains(c.message));
+        CHECK_THAT(message, ContainsSubstring(file + c.where));
+        CHECK_THAT(message, ContainsSubstring(c.message));
     }
     // An integer where a float is expected is fine.
     const RunConfig c = load_config(dir.write("int.toml", with_corpus("[optim]\nlr = 1\nmin_lr = 0\n")), {}, false);
@@ -336,9 +335,9 @@ TEST_CASE("impossible values name their key and line", "[config]") {
         INFO(c.text);
         const std::string file = dir.write("bad.toml", c.text);
         const std::string message = error_of([&] { load_config(file, kCorpus, false); });
-        CHECK_THAT(message, Contains(file + ":2:"));  // every case sets its key on line 2
-        CHECK_THAT(message, Contains(c.key + ": "));
-        CHECK_THAT(message, Contains(c.expected));
+        CHECK_THAT(message, ContainsSubstring(file + ":2:"));  // every case sets its key on line 2
+        CHECK_THAT(message, ContainsSubstring(c.key + ": "));
+        CHECK_THAT(message, ContainsSubstring(c.expected));
     }
     // The edges of each range are allowed.
     const std::string edges =
@@ -351,20 +350,20 @@ TEST_CASE("TOML syntax errors and duplicate keys give file, line and toml++'s re
     TempDir dir;
     const std::string broken = dir.write("broken.toml", "[train\nsteps = 10\n");
     const std::string message = error_of([&] { load_config(broken, {}, false); });
-    CHECK_THAT(message, Contains(broken + ":1:"));
-    CHECK_THAT(message, Contains("TOML syntax error"));
+    CHECK_THAT(message, ContainsSubstring(broken + ":1:"));
+    CHECK_THAT(message, ContainsSubstring("TOML syntax error"));
 
     const std::string twice = dir.write("twice.toml", with_corpus("[train]\nsteps = 10\nsteps = 20\n"));
     const std::string duplicate = error_of([&] { load_config(twice, {}, false); });
-    CHECK_THAT(duplicate, Contains(twice + ":5:"));
-    CHECK_THAT(duplicate, Contains("steps"));
+    CHECK_THAT(duplicate, ContainsSubstring(twice + ":5:"));
+    CHECK_THAT(duplicate, ContainsSubstring("steps"));
 }
 
 TEST_CASE("a missing config file is an InputError naming it", "[config]") {
     TempDir dir;
     const std::string missing = (dir.path / "nowhere.toml").string();
     const std::string message = error_of([&] { load_config(missing); });
-    CHECK_THAT(message, Contains(missing + ": no such config file"));
+    CHECK_THAT(message, ContainsSubstring(missing + ": no such config file"));
 }
 
 TEST_CASE("the corpus: one of path or train_path + val_path, and the files must exist", "[config]") {
@@ -374,24 +373,24 @@ TEST_CASE("the corpus: one of path or train_path + val_path, and the files must 
         return error_of([&] { load_config(file, {}, check_files); });
     };
     CHECK_THAT(error_for("[train]\nsteps = 5\n"),
-               Contains("data.toml: data.path: no corpus given (set data.path, or data.train_path and data.val_path)"));
+               ContainsSubstring("data.toml: data.path: no corpus given (set data.path, or data.train_path and data.val_path)"));
     CHECK_THAT(error_for("[data]\npath = \"a.txt\"\ntrain_path = \"b.txt\"\nval_path = \"c.txt\"\n"),
-               Contains("data.toml:3:14: data.train_path: given together with data.path"));
+               ContainsSubstring("data.toml:3:14: data.train_path: given together with data.path"));
     CHECK_THAT(error_for("[data]\ntrain_path = \"b.txt\"\n"),
-               Contains("data.toml: data.val_path: not given, expected a validation text next to data.train_path"));
+               ContainsSubstring("data.toml: data.val_path: not given, expected a validation text next to data.train_path"));
 
     // With check_files every named file must exist; the message gives the resolved path.
     dir.write("corpus/train.txt", "abc");
     const std::string two = "[data]\ntrain_path = \"corpus/train.txt\"\nval_path = \"corpus/val.txt\"\n";
     const std::string missing = error_for(two, true);
-    CHECK_THAT(missing, Contains("data.toml:3:12: data.val_path: no such file " + (dir.path / "corpus/val.txt").string()));
+    CHECK_THAT(missing, ContainsSubstring("data.toml:3:12: data.val_path: no such file " + (dir.path / "corpus/val.txt").string()));
     CHECK_NOTHROW(load_config(dir.write("data.toml", two), {}, false));  // not checked
     dir.write("corpus/val.txt", "abc");
     CHECK_NOTHROW(load_config(dir.write("data.toml", two), {}, true));
     const std::string probes = error_for(two + "probes_path = \"corpus\"\n", true);
-    CHECK_THAT(probes, Contains("data.probes_path: " + (dir.path / "corpus").string() + " is a directory"));
+    CHECK_THAT(probes, ContainsSubstring("data.probes_path: " + (dir.path / "corpus").string() + " is a directory"));
     const std::string one = error_for("[data]\npath = \"../gone.txt\"\n", true);
-    CHECK_THAT(one, Contains("data.path: no such file " + (dir.path.parent_path() / "gone.txt").string()));
+    CHECK_THAT(one, ContainsSubstring("data.path: no such file " + (dir.path.parent_path() / "gone.txt").string()));
 }
 
 TEST_CASE("config_to_toml round-trips through load_config", "[config]") {
@@ -403,8 +402,8 @@ TEST_CASE("config_to_toml round-trips through load_config", "[config]") {
     const std::string destination = "runs/x/config.toml";
     const std::string text = config_to_toml(c, destination);
     CHECK(text.rfind("# ", 0) == 0);                 // a comment line at the top
-    CHECK_THAT(text, Contains("[optim]\nlr = 0.0123456789012345"));
-    CHECK_THAT(text, Contains("train_path = \"../../corpus/a b.txt\""));
+    CHECK_THAT(text, ContainsSubstring("[optim]\nlr = 0.0123456789012345"));
+    CHECK_THAT(text, ContainsSubstring("train_path = \"../../corpus/a b.txt\""));
     dir.write(destination, text);
     require_same(load_config(destination, {}, false), c);
 
@@ -448,12 +447,12 @@ TEST_CASE("config_to_json and config_from_json are inverses; wrong types are rej
     // Wrong types and impossible values are InputErrors naming the key.
     auto error_for = [](const nlohmann::json& j) { return error_of([&] { config_from_json(j); }); };
     CHECK_THAT(error_for({{"model", {{"d_model", "64"}}}}),
-               Contains("model.d_model: got the string \"64\", expected a 64-bit integer"));
-    CHECK_THAT(error_for({{"model", {{"d_model", 64.5}}}}), Contains("model.d_model: got the number 64.5"));
-    CHECK_THAT(error_for({{"optim", {{"lr", true}}}}), Contains("optim.lr: got the boolean true, expected a finite number"));
-    CHECK_THAT(error_for({{"logging", {{"progress_bar", 1}}}}), Contains("logging.progress_bar"));
-    CHECK_THAT(error_for({{"model", {{"positions", nullptr}}}}), Contains("model.positions: got null"));
-    CHECK_THAT(error_for({{"train", 5}}), Contains("train: got the number 5, expected an object"));
-    CHECK_THAT(error_for({{"model", {{"n_heads", 3}}}}), Contains("model.n_heads"));
-    CHECK_THAT(error_for(nlohmann::json::array()), Contains("expected a JSON object"));
+               ContainsSubstring("model.d_model: got the string \"64\", expected a 64-bit integer"));
+    CHECK_THAT(error_for({{"model", {{"d_model", 64.5}}}}), ContainsSubstring("model.d_model: got the number 64.5"));
+    CHECK_THAT(error_for({{"optim", {{"lr", true}}}}), ContainsSubstring("optim.lr: got the boolean true, expected a finite number"));
+    CHECK_THAT(error_for({{"logging", {{"progress_bar", 1}}}}), ContainsSubstring("logging.progress_bar"));
+    CHECK_THAT(error_for({{"model", {{"positions", nullptr}}}}), ContainsSubstring("model.positions: got null"));
+    CHECK_THAT(error_for({{"train", 5}}), ContainsSubstring("train: got the number 5, expected an object"));
+    CHECK_THAT(error_for({{"model", {{"n_heads", 3}}}}), ContainsSubstring("model.n_heads"));
+    CHECK_THAT(error_for(nlohmann::json::array()), ContainsSubstring("expected a JSON object"));
 }

@@ -1,6 +1,6 @@
 // The one-character-at-a-time decoder against the model's own forward pass: the same
 // logits at every position, within the context and (rope) beyond it.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <cmath>
 
 #include "tinyformer/autograd.hpp"

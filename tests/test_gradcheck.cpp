@@ -1,5 +1,5 @@
 // The gradient checker must be able to fail: a deliberately wrong backward is caught.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <set>
 
 #include "tinyformer/autograd.hpp"

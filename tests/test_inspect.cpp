@@ -2,7 +2,7 @@
 // follow TransformerLens's definitions, answer sources and ablations measure what they say,
 // the files it writes are byte-exact (.npy, safetensors) or well-formed (SVG, HTML: checked
 // with xmllint, a real XML parser), and the terminal view keeps CJK columns aligned.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <unistd.h>
 
 #include <cmath>
@@ -26,7 +26,6 @@
 #include "tinyformer/sampler.hpp"
 
 using namespace tinyformer;
-using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
@@ -170,20 +169,20 @@ TEST_CASE("check_attention catches a map that reads the future, is not normalise
     const int64_t T = good.length();
     AttentionMaps future = good;
     future.weights[(1 * good.heads + 0) * T * T + 2 * T + 5] = 1e-7f;  // layer 1 head 0, row 2 reads column 5
-    REQUIRE_THAT(check_attention(future), Contains("layer 1 head 0 row 2 column 5") && Contains("future"));
+    REQUIRE_THAT(check_attention(future), ContainsSubstring("layer 1 head 0 row 2 column 5") && ContainsSubstring("future"));
     AttentionMaps unnormalised = good;
     unnormalised.weights[3 * T + 0] += 0.01f;  // layer 0 head 0 row 3
-    REQUIRE_THAT(check_attention(unnormalised), Contains("row 3 sums to"));
+    REQUIRE_THAT(check_attention(unnormalised), ContainsSubstring("row 3 sums to"));
     AttentionMaps nan = good;
     nan.weights[T * T + 0] = std::numeric_limits<float>::quiet_NaN();  // layer 0 head 1 row 0
-    REQUIRE_THAT(check_attention(nan), Contains("not finite"));
+    REQUIRE_THAT(check_attention(nan), ContainsSubstring("not finite"));
 }
 
 TEST_CASE("capture refuses text outside the vocabulary or longer than the context, naming it", "[inspect]") {
     const Transformer model = small_model(2, 2, 8);
     const Vocabulary vocab = Vocabulary::from_text(kVocabText);
     REQUIRE_THROWS_WITH(capture_attention(model, vocab, U"小丁X", "--text"),
-                        Contains("--text") && Contains("'X' (U+0058)") && Contains("vocabulary"));
+                        ContainsSubstring("--text") && ContainsSubstring("'X' (U+0058)") && ContainsSubstring("vocabulary"));
     REQUIRE_THROWS_AS(capture_attention(model, vocab, kStory, "--text"), InputError);  // 19 > 8
     REQUIRE_THROWS_AS(capture_attention(model, vocab, U"", "--text"), InputError);
 }
@@ -409,10 +408,10 @@ TEST_CASE("a head's sentence states only what its numbers support", "[inspect][f
     head.zeroed.val_loss = head.mean_replaced.val_loss = 0.9;
     head.zeroed.probes.by_kind = head.mean_replaced.probes.by_kind = {{"colour", {97, 100}}, {"who", {20, 100}}};
     std::string s = describe_head(head, result);
-    REQUIRE_THAT(s, Contains("L1H0") && Contains("0.55") && Contains("earlier copies of the query's character"));
-    REQUIRE_THAT(s, Contains("it reads the name") && Contains("story: colour 0.10, who 0.70") &&
-                        Contains("characters: colour 0.00, who 0.25"));
-    REQUIRE_THAT(s, Contains("the who answers need it") && Contains("who 98 % → 20 %"));
+    REQUIRE_THAT(s, ContainsSubstring("L1H0") && ContainsSubstring("0.55") && ContainsSubstring("earlier copies of the query's character"));
+    REQUIRE_THAT(s, ContainsSubstring("it reads the name") && ContainsSubstring("story: colour 0.10, who 0.70") &&
+                        ContainsSubstring("characters: colour 0.00, who 0.25"));
+    REQUIRE_THAT(s, ContainsSubstring("the who answers need it") && ContainsSubstring("who 98 % → 20 %"));
 
     // Weak or shared numbers: no label.
     head.roles.duplicate = 0.3;
@@ -420,9 +419,9 @@ TEST_CASE("a head's sentence states only what its numbers support", "[inspect][f
     head.answer_source["colour"].span_share = 0.3;
     head.mean_replaced.probes.by_kind = {{"colour", {97, 100}}, {"who", {95, 100}}};
     s = describe_head(head, result);
-    REQUIRE_THAT(s, Contains("follows no single pattern"));
-    REQUIRE_THAT(s, Contains("reads no answer more than another"));
-    REQUIRE_THAT(s, Contains("no answer kind needs it"));
+    REQUIRE_THAT(s, ContainsSubstring("follows no single pattern"));
+    REQUIRE_THAT(s, ContainsSubstring("reads no answer more than another"));
+    REQUIRE_THAT(s, ContainsSubstring("no answer kind needs it"));
 }
 
 // ---- pictures and pages ----
@@ -432,14 +431,14 @@ TEST_CASE("heatmap SVG: well-formed, one tooltip per readable cell, the future g
     const int64_t T = maps.length();
     const std::string svg = attention_heatmap_svg(maps.text, maps.map(0, 1), "L0H1: <layer 0> & head 1");
     REQUIRE(xmllint(svg) == 0);
-    REQUIRE_THAT(svg, Contains("Noto Sans CJK SC") && Contains("Microsoft YaHei") && Contains(">果<"));
-    REQUIRE_THAT(svg, Contains("L0H1: &lt;layer 0&gt; &amp; head 1"));
+    REQUIRE_THAT(svg, ContainsSubstring("Noto Sans CJK SC") && ContainsSubstring("Microsoft YaHei") && ContainsSubstring(">果<"));
+    REQUIRE_THAT(svg, ContainsSubstring("L0H1: &lt;layer 0&gt; &amp; head 1"));
     size_t tooltips = 0, future = 0;
     for (size_t at = svg.find("<title>"); at != std::string::npos; at = svg.find("<title>", at + 1)) ++tooltips;
     for (size_t at = svg.find("#d4d4d4"); at != std::string::npos; at = svg.find("#d4d4d4", at + 1)) ++future;
     REQUIRE(static_cast<int64_t>(tooltips) == T * (T + 1) / 2 + (T - 1));  // each readable cell + each future strip
     REQUIRE(static_cast<int64_t>(future) == T - 1);
-    REQUIRE_THAT(svg, Contains("<title>18 。 reads 0 小: "));
+    REQUIRE_THAT(svg, ContainsSubstring("<title>18 。 reads 0 小: "));
     // One scale for every head: the same weight, the same colour; 0 light, 1 dark.
     REQUIRE(attention_colour(0.0) == "#f7fbff");
     REQUIRE(attention_colour(1.0) == "#08306b");
@@ -466,11 +465,11 @@ TEST_CASE("report.html is well-formed, self-contained, with every head and the n
     context.loss_svg = "<svg xmlns=\"http://www.w3.org/2000/svg\"><text>loss</text></svg>";
     const std::string html = report_html(maps, result, context);
     REQUIRE(xmllint(html) == 0);
-    for (const char* head : {"L0H0", "L0H1", "L1H0", "L1H1"}) REQUIRE_THAT(html, Contains(std::string(head) + ": layer"));
-    REQUIRE_THAT(html, Contains("<meta charset=\"utf-8\"/>") && Contains("小丁拿着红色的苹果"));
-    REQUIRE_THAT(html, Contains("val &lt;&amp;&gt; text") && Contains("<text>loss</text>"));
-    REQUIRE_THAT(html, Contains("Reading patterns") && Contains("Probe readout") && Contains("Ablation"));
-    REQUIRE_THAT(html, !Contains("<script") && !Contains("src=") && !Contains("href=") && !Contains("@import"));
+    for (const char* head : {"L0H0", "L0H1", "L1H0", "L1H1"}) REQUIRE_THAT(html, ContainsSubstring(std::string(head) + ": layer"));
+    REQUIRE_THAT(html, ContainsSubstring("<meta charset=\"utf-8\"/>") && ContainsSubstring("小丁拿着红色的苹果"));
+    REQUIRE_THAT(html, ContainsSubstring("val &lt;&amp;&gt; text") && ContainsSubstring("<text>loss</text>"));
+    REQUIRE_THAT(html, ContainsSubstring("Reading patterns") && ContainsSubstring("Probe readout") && ContainsSubstring("Ablation"));
+    REQUIRE_THAT(html, !ContainsSubstring("<script") && !ContainsSubstring("src=") && !ContainsSubstring("href=") && !ContainsSubstring("@import"));
     REQUIRE(xmllint(html.substr(0, html.find("</table>")) + html.substr(html.find("</table>") + 8)) != 0);
 
     const nlohmann::json heads = heads_json(result, context);
@@ -511,8 +510,8 @@ TEST_CASE("terminal view: the top three reads per character, and a grid whose co
                     0.2f,  0.7f,  0.1f,  0,      // a
                     0.81f, 0.12f, 0.04f, 0.03f};  // 。
     const std::string view = terminal_view(maps);
-    REQUIRE_THAT(view, Contains("。 → 苹(0) 0.81, 果(1) 0.12, a(2) 0.04\n"));
-    REQUIRE_THAT(view, Contains("a  → 果(1) 0.70, 苹(0) 0.20, a(2) 0.10\n"));
+    REQUIRE_THAT(view, ContainsSubstring("。 → 苹(0) 0.81, 果(1) 0.12, a(2) 0.04\n"));
+    REQUIRE_THAT(view, ContainsSubstring("a  → 果(1) 0.70, 苹(0) 0.20, a(2) 0.10\n"));
     // Every grid row (and the header) is 5 + 2 T columns wide, whatever its label.
     std::istringstream lines(view);
     std::string line;
@@ -527,7 +526,7 @@ TEST_CASE("terminal view: the top three reads per character, and a grid whose co
         }
     }
     REQUIRE(grid_rows == 1 + 4);
-    REQUIRE_THAT(view, Contains("   苹██      \n") && Contains("   果██░░    \n") && Contains("   。██░░ . .\n"));
+    REQUIRE_THAT(view, ContainsSubstring("   苹██      \n") && ContainsSubstring("   果██░░    \n") && ContainsSubstring("   。██░░ . .\n"));
 }
 
 // ---- one head, two, four ----

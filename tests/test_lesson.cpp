@@ -6,7 +6,7 @@
 // causal mask, a projection left out, ...).
 //
 // Notation: B batch, T positions (Tq queries, Tk keys), D = d_model, H heads, d = D/H.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +19,6 @@
 #include "tinyformer/rng.hpp"
 
 using namespace tinyformer;
-using Catch::Matchers::Contains;
 
 namespace {
 
@@ -288,13 +287,13 @@ TEST_CASE("The four projections hold 4 D^2 parameters whatever the number of hea
 TEST_CASE("D not divisible by H is a clear error and not a silently dropped coordinate", "[lesson]") {
     // D=5, H=2 would give heads of width 2 and lose the fifth feature.
     CHECK_THROWS_WITH(MultiHeadAttention::create(5, 2, /*seed=*/1),
-                      Contains("5") && Contains("2") && Contains("divisible"));
-    CHECK_THROWS_WITH(split_heads(Tensor::zeros({1, 3, 5}), 2), Contains("divisible"));
+                      ContainsSubstring("5") && ContainsSubstring("2") && ContainsSubstring("divisible"));
+    CHECK_THROWS_WITH(split_heads(Tensor::zeros({1, 3, 5}), 2), ContainsSubstring("divisible"));
 
     ModelConfig config;
     config.d_model = 5;
     config.n_heads = 2;
-    CHECK_THROWS_WITH(config.validate(), Contains("n_heads") && Contains("divisible"));
+    CHECK_THROWS_WITH(config.validate(), ContainsSubstring("n_heads") && ContainsSubstring("divisible"));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // Memory in a training step: buffers are reused from the first step on, and the backward
 // frees activations as it passes them.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "tinyformer/buffer_pool.hpp"
 #include "tinyformer/model.hpp"

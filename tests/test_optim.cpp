@@ -1,5 +1,5 @@
 // The optimizer recipe: schedule, clipping, AdamW.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 #include <cmath>
 
 #include "tinyformer/optim.hpp"

@@ -1,6 +1,6 @@
 // The profiling backend (`bench --profile`) passes every call through unchanged and counts
 // what the model really runs.
-#include <catch2/catch.hpp>
+#include "catch.hpp"
 
 #include "tinyformer/model.hpp"
 #include "tinyformer/profiling.hpp"

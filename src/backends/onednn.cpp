@@ -30,6 +30,7 @@
 #include "tinyformer/backend.hpp"
 #include "attention_blocks.hpp"
 #include "fast_exp.hpp"
+#include "onednn_compat.hpp"
 #include "rotate_pairs.hpp"
 
 namespace tinyformer {
@@ -45,14 +46,13 @@ constexpr auto f32 = memory::data_type::f32;
 
 // A loop over fewer elements than this runs on one thread: waking the pool would cost more.
 constexpr int64_t kParallelWork = 1 << 15;
-// The residual's argument to a matmul: its first post-op (a product with a residual never accumulates).
-constexpr int kResidualArg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1;
 
 // A primitive ready to run, with one memory object per argument (DNNL_ARG_SRC, ...). The
 // memories' pointers are set anew on every call, to that call's tensors.
 struct Kernel {
     dnnl::primitive primitive;
     std::unordered_map<int, memory> args;
+    int residual_arg = 0;  // a matmul's: the argument its residual is passed as
 };
 
 // "name 3 64 64 ..." — a cache key from a primitive's kind and every number that shapes it.
@@ -335,8 +335,7 @@ public:
         Kernel& k = cached(key_of("layer_norm_forward", {N, C, eps_bits}), [&] {
             const memory::desc data({N, C}, f32, memory::format_tag::ab), stats({N}, f32, memory::format_tag::a);
             const memory::desc channels({C}, f32, memory::format_tag::a);
-            dnnl::layer_normalization_forward::primitive_desc pd(
-                {dnnl::prop_kind::forward_training, data, stats, epsilon, scale_and_shift()}, engine_);
+            const auto pd = onednn::layer_norm_forward(engine_, data, stats, epsilon, scale_and_shift());
             return make_kernel(dnnl::layer_normalization_forward(pd),
                                {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data}, {DNNL_ARG_SCALE, channels},
                                 {DNNL_ARG_SHIFT, channels}, {DNNL_ARG_MEAN, stats}, {DNNL_ARG_VARIANCE, stats}});
@@ -362,10 +361,8 @@ public:
             const memory::desc data({N, C}, f32, memory::format_tag::ab), stats({N}, f32, memory::format_tag::a);
             const memory::desc channels({C}, f32, memory::format_tag::a);
             // eps 0: the variance handed over below already includes the forward's eps.
-            dnnl::layer_normalization_forward::primitive_desc hint(
-                {dnnl::prop_kind::forward_training, data, stats, 0.0f, scale_and_shift()}, engine_);
-            dnnl::layer_normalization_backward::primitive_desc pd(
-                {dnnl::prop_kind::backward, data, data, stats, 0.0f, scale_and_shift()}, engine_, hint);
+            const auto hint = onednn::layer_norm_forward(engine_, data, stats, 0.0f, scale_and_shift());
+            const auto pd = onednn::layer_norm_backward(engine_, data, stats, 0.0f, scale_and_shift(), hint);
             return make_kernel(dnnl::layer_normalization_backward(pd),
                                {{DNNL_ARG_SRC, data}, {DNNL_ARG_DIFF_DST, data}, {DNNL_ARG_DIFF_SRC, data},
                                 {DNNL_ARG_SCALE, channels}, {DNNL_ARG_SHIFT, channels}, {DNNL_ARG_DIFF_SCALE, channels},
@@ -687,14 +684,14 @@ private:
         return found->second;
     }
 
-    Kernel make_kernel(dnnl::primitive primitive, std::initializer_list<std::pair<int, memory::desc>> args) {
+    Kernel make_kernel(dnnl::primitive primitive, const std::vector<std::pair<int, memory::desc>>& args) {
         Kernel k{std::move(primitive), {}};
         for (const auto& [arg, desc] : args) k.args.emplace(arg, memory(desc, engine_, DNNL_MEMORY_NONE));
         return k;
     }
 
     // Points the kernel's memories at this call's buffers and runs it.
-    void run(Kernel& k, std::initializer_list<std::pair<int, const float*>> buffers) {
+    void run(Kernel& k, const std::vector<std::pair<int, const float*>>& buffers) {
         for (const auto& [arg, pointer] : buffers) k.args.at(arg).set_data_handle(const_cast<float*>(pointer));
         k.primitive.execute(stream_, k.args);
         stream_.wait();
@@ -746,52 +743,38 @@ private:
                                const memory::desc b_desc = matrix_desc(s.batch, s.K, s.N, s.trans_b, s.stride_b);
                                const memory::desc c_desc = matrix_desc(s.batch, s.M, s.N, false, s.stride_c);
                                dnnl::primitive_attr attr;
-                               if (alpha != 1.0f) attr.set_output_scales(0, {alpha});  // c = alpha · a @ b
                                dnnl::post_ops ops;
+                               if (alpha != 1.0f) onednn::scale_output(attr, ops, alpha);  // c = alpha · a @ b
                                if (s.accumulate) ops.append_sum(1.0f);  // c += a @ b: a "sum" post-op adds the old c
-                               if (residual) ops.append_binary(dnnl::algorithm::binary_add, c_desc);  // + residual
+                               // + residual: a binary post-op, whose input is named by its place among the post-ops
+                               const int residual_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len()) | DNNL_ARG_SRC_1;
+                               if (residual) ops.append_binary(dnnl::algorithm::binary_add, c_desc);
                                attr.set_post_ops(ops);
-                               if (bias) {  // c = a @ b + bias, the bias [1,1,N] broadcast over rows
-                                   const memory::desc bias_desc({1, 1, s.N}, f32, Dims{s.N, s.N, 1});
-                                   dnnl::matmul::primitive_desc pd({a_desc, b_desc, bias_desc, c_desc}, attr, engine_);
-                                   if (residual)
-                                       return make_kernel(dnnl::matmul(pd), {{DNNL_ARG_SRC, a_desc},
-                                                                             {DNNL_ARG_WEIGHTS, b_desc},
-                                                                             {DNNL_ARG_BIAS, bias_desc},
-                                                                             {DNNL_ARG_DST, c_desc},
-                                                                             {kResidualArg, c_desc}});
-                                   return make_kernel(dnnl::matmul(pd), {{DNNL_ARG_SRC, a_desc},
-                                                                         {DNNL_ARG_WEIGHTS, b_desc},
-                                                                         {DNNL_ARG_BIAS, bias_desc},
-                                                                         {DNNL_ARG_DST, c_desc}});
-                               }
-                               dnnl::matmul::primitive_desc pd({a_desc, b_desc, c_desc}, attr, engine_);
-                               if (residual)
-                                   return make_kernel(dnnl::matmul(pd), {{DNNL_ARG_SRC, a_desc},
-                                                                         {DNNL_ARG_WEIGHTS, b_desc},
-                                                                         {DNNL_ARG_DST, c_desc},
-                                                                         {kResidualArg, c_desc}});
-                               return make_kernel(dnnl::matmul(pd), {{DNNL_ARG_SRC, a_desc},
-                                                                     {DNNL_ARG_WEIGHTS, b_desc},
-                                                                     {DNNL_ARG_DST, c_desc}});
+                               std::vector<std::pair<int, memory::desc>> args = {
+                                   {DNNL_ARG_SRC, a_desc}, {DNNL_ARG_WEIGHTS, b_desc}, {DNNL_ARG_DST, c_desc}};
+                               const memory::desc bias_desc({1, 1, s.N}, f32, Dims{s.N, s.N, 1});  // [1,1,N], broadcast over rows
+                               if (bias) args.emplace_back(DNNL_ARG_BIAS, bias_desc);
+                               if (residual) args.emplace_back(residual_arg, c_desc);
+                               const auto pd = onednn::matmul(engine_, a_desc, b_desc, bias ? &bias_desc : nullptr,
+                                                              c_desc, attr);
+                               Kernel kernel = make_kernel(dnnl::matmul(pd), args);
+                               kernel.residual_arg = residual_arg;
+                               return kernel;
                            });
-        if (bias && residual)
-            run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, c},
-                    {kResidualArg, residual}});
-        else if (bias) run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, c}});
-        else if (residual)
-            run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}, {kResidualArg, residual}});
-        else run(k, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+        std::vector<std::pair<int, const float*>> buffers = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
+        if (bias) buffers.emplace_back(DNNL_ARG_BIAS, bias);
+        if (residual) buffers.emplace_back(k.residual_arg, residual);
+        run(k, buffers);
     }
 
     // Softmax over the last axis of [rows, n]; the backward takes y and dy and gives dx.
     Kernel& softmax_kernel(int64_t rows, int64_t n, bool backward) {
         return cached(key_of(backward ? "softmax_backward" : "softmax_forward", {rows, n}), [&] {
             const memory::desc data({rows, n}, f32, memory::format_tag::ab);
-            dnnl::softmax_forward::primitive_desc forward({dnnl::prop_kind::forward_training, data, 1}, engine_);
+            const auto forward = onednn::softmax_forward(engine_, data, 1);
             if (!backward)
                 return make_kernel(dnnl::softmax_forward(forward), {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data}});
-            dnnl::softmax_backward::primitive_desc pd({data, data, 1}, engine_, forward);
+            const auto pd = onednn::softmax_backward(engine_, data, 1, forward);
             return make_kernel(dnnl::softmax_backward(pd),
                                {{DNNL_ARG_DST, data}, {DNNL_ARG_DIFF_DST, data}, {DNNL_ARG_DIFF_SRC, data}});
         });

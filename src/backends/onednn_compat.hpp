@@ -1,0 +1,86 @@
+// oneDNN 2.x (Debian 12: 2.6) and 3.x (Debian 13: 3.7), behind one set of functions: the
+// only place the oneDNN backend knows which one it was built with.
+//
+// What changed in 3.0 that matters here: a primitive descriptor is made straight from the
+// engine and the memory descriptors (2.x first built an operation descriptor, `::desc`, and
+// made the primitive descriptor from that); softmax names its algorithm; and a matmul's
+// output scale (`set_output_scales`) is gone — scales now belong to inputs and are passed at
+// run time. Ours is one number fixed per kernel, so on 3.x it becomes an `eltwise_linear`
+// post-op (alpha·x + 0) ahead of the others, which computes the same product.
+#pragma once
+
+#include <dnnl.hpp>
+#include <oneapi/dnnl/dnnl_version.h>
+
+namespace tinyformer::onednn {
+
+using dnnl::memory;
+
+// c = a @ b (+ bias), with attr's scale and post-ops; bias may be null.
+inline dnnl::matmul::primitive_desc matmul(const dnnl::engine& engine, const memory::desc& a, const memory::desc& b,
+                                           const memory::desc* bias, const memory::desc& c,
+                                           const dnnl::primitive_attr& attr) {
+#if DNNL_VERSION_MAJOR >= 3
+    if (bias) return {engine, a, b, *bias, c, attr};
+    return {engine, a, b, c, attr};
+#else
+    if (bias) return {{a, b, *bias, c}, attr, engine};
+    return {{a, b, c}, attr, engine};
+#endif
+}
+
+// Multiplies a matmul's output by alpha before any post-op in `ops` that follows (so call it
+// first). 2.x: the output scale; 3.x: an eltwise_linear post-op, alpha·x + 0.
+inline void scale_output(dnnl::primitive_attr& attr, dnnl::post_ops& ops, float alpha) {
+#if DNNL_VERSION_MAJOR >= 3
+    (void)attr;
+    ops.append_eltwise(dnnl::algorithm::eltwise_linear, alpha, 0.0f);
+#else
+    (void)ops;
+    attr.set_output_scales(0, {alpha});
+#endif
+}
+
+// Layer norm over the last axis of `data` [N, C], normalised in place or not (dst = src's desc).
+inline dnnl::layer_normalization_forward::primitive_desc layer_norm_forward(const dnnl::engine& engine,
+                                                                            const memory::desc& data,
+                                                                            const memory::desc& stats, float epsilon,
+                                                                            dnnl::normalization_flags flags) {
+#if DNNL_VERSION_MAJOR >= 3
+    return {engine, dnnl::prop_kind::forward_training, data, data, stats, epsilon, flags};
+#else
+    return {{dnnl::prop_kind::forward_training, data, stats, epsilon, flags}, engine};
+#endif
+}
+
+inline dnnl::layer_normalization_backward::primitive_desc layer_norm_backward(
+    const dnnl::engine& engine, const memory::desc& data, const memory::desc& stats, float epsilon,
+    dnnl::normalization_flags flags, const dnnl::layer_normalization_forward::primitive_desc& forward) {
+#if DNNL_VERSION_MAJOR >= 3
+    return {engine, dnnl::prop_kind::backward, data, data, data, stats, epsilon, flags, forward};
+#else
+    return {{dnnl::prop_kind::backward, data, data, stats, epsilon, flags}, engine, forward};
+#endif
+}
+
+// Softmax over `axis` of `data`, forward (for training) and backward.
+inline dnnl::softmax_forward::primitive_desc softmax_forward(const dnnl::engine& engine, const memory::desc& data,
+                                                             int axis) {
+#if DNNL_VERSION_MAJOR >= 3
+    return {engine, dnnl::prop_kind::forward_training, dnnl::algorithm::softmax_accurate, data, data, axis};
+#else
+    return {{dnnl::prop_kind::forward_training, data, axis}, engine};
+#endif
+}
+
+inline dnnl::softmax_backward::primitive_desc softmax_backward(const dnnl::engine& engine, const memory::desc& data,
+                                                               int axis,
+                                                               const dnnl::softmax_forward::primitive_desc& forward) {
+#if DNNL_VERSION_MAJOR >= 3
+    return {engine, dnnl::algorithm::softmax_accurate, data, data, data, axis, forward};
+#else
+    return {{data, data, axis}, engine, forward};
+#endif
+}
+
+}  // namespace tinyformer::onednn
