@@ -192,7 +192,7 @@ LoadedModel load_model(const std::string& path) {
     }
     const SafetensorsFile file = read_safetensors(file_path);
 
-    const std::string& format = required(file_path, file.metadata, "format");
+    const std::string format = required(file_path, file.metadata, "format");
     if (format != checkpoint_format)
         fail(file_path, "format \"" + format + "\"", std::string("\"") + checkpoint_format + "\"");
     LoadedModel loaded;

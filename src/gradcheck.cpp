@@ -1,5 +1,6 @@
 #include "tinyformer/gradcheck.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
