@@ -1,26 +1,40 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tinyformer needs, if any are missing (with --fuzz, also those
-# scripts/fuzz.sh needs). Runs `apt-get update` only when an install cannot find a package
-# without it.
+# scripts/fuzz.sh needs), on Debian 12 (bookworm) or 13 (trixie); without recommends, so that
+# what is installed is exactly what is listed. Runs `apt-get update` only when an install
+# cannot find a package without it (a fresh machine has no package lists yet).
 set -euo pipefail
 
+# The same names on both releases: Catch2 is v2 on Debian 12 and v3 on 13, oneDNN 2.6 and
+# 3.7; the build takes either (tests/catch.hpp, src/backends/onednn_compat.hpp).
 packages=(cmake make g++ libdnnl-dev libeigen3-dev libspdlog-dev libcli11-dev catch2
           libtomlplusplus-dev nlohmann-json3-dev libxml2-utils)
-# --fuzz: also clang with libFuzzer and its OpenMP runtime, for scripts/fuzz.sh
-if [[ "${1:-}" == "--fuzz" ]]; then packages+=(clang libclang-rt-14-dev libomp-14-dev); fi
+fuzz=false
+[[ "${1:-}" == "--fuzz" ]] && fuzz=true
+$fuzz && packages+=(clang)  # libFuzzer's runtime and OpenMP's follow below, for this clang
 
-missing=()
-for p in "${packages[@]}"; do
-  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-  [[ "$status" == "install ok installed" ]] || missing+=("$p")
-done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
-
-echo "installing missing Debian packages: ${missing[*]}"
 sudo=""
 [[ $(id -u) -eq 0 ]] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-if ! $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"; then
-  $sudo apt-get update -q
-  $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+install_missing() {  # install_missing PACKAGE...: those not installed yet
+  local p status missing=()
+  for p in "$@"; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    [[ "$status" == "install ok installed" ]] || missing+=("$p")
+  done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  echo "installing missing Debian packages: ${missing[*]}"
+  if ! $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+    $sudo apt-get update -q
+    $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+}
+
+install_missing "${packages[@]}"
+if $fuzz; then
+  # clang's libFuzzer and OpenMP come in packages named after its major version: 14 on
+  # Debian 12, 19 on Debian 13.
+  clang_major=$(clang -dumpversion | cut -d. -f1)
+  install_missing "libclang-rt-$clang_major-dev" "libomp-$clang_major-dev"
 fi

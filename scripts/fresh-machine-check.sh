@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The README's two commands on a truly fresh Debian machine:
+#   scripts/fresh-machine-check.sh [bookworm|trixie]     (default bookworm; needs root)
+# Makes a new Debian root (debootstrap --variant=minbase from this machine's apt source; the
+# pristine root is cached as a tarball in /var/cache/tinyformer/roots, each check unpacks a
+# new copy), copies in a clone of HEAD (commit first: the work tree's changes are not in it),
+# and runs scripts/demo.sh, then scripts/test.sh, inside it with /proc, /sys and /dev
+# mounted. Nothing from this machine's installed packages can help: a missing install step
+# fails here. Logs: build/fresh-machine-check/<release>/{demo,test}.log. Exits 0 only if
+# both commands pass; says which failed otherwise. Run it after any change to dependencies
+# or to the install scripts (scripts/install-deps.sh, demo.sh, test.sh, CMakeLists.txt).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+release=${1:-bookworm}
+case "$release" in
+  bookworm | trixie) ;;
+  *) echo "usage: scripts/fresh-machine-check.sh [bookworm|trixie] (Debian 12 or 13)" >&2; exit 2 ;;
+esac
+[[ $(id -u) -eq 0 ]] || { echo "fresh-machine-check: needs root (debootstrap, chroot, mount)" >&2; exit 2; }
+source scripts/lib/debian-root.sh
+
+logs="$PWD/build/fresh-machine-check/$release"
+mkdir -p "$logs"
+tarball=$(debian_root_pristine "$release") || { echo "fresh-machine-check: could not make a $release root" >&2; exit 1; }
+root=$(mktemp -d "/var/tmp/tinyformer-fresh-$release.XXXXXX")
+cleanup() {
+  debian_root_remove "$root" || echo "fresh-machine-check: $root is left behind (still mounted)" >&2
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+debian_root_unpack "$tarball" "$root" || { echo "fresh-machine-check: unpacking $tarball failed" >&2; exit 1; }
+git clone -q . "$root/root/tinyformer" || { echo "fresh-machine-check: git clone failed" >&2; exit 1; }
+debian_root_mount "$root" || { echo "fresh-machine-check: mounting /proc, /sys, /dev failed" >&2; exit 1; }
+echo "fresh-machine-check: Debian $release ($(cat "$root/etc/debian_version")), a minbase root in $root," \
+     "tinyformer $(git rev-parse --short HEAD)"
+
+results=()
+status=0
+run_command() {  # run_command NAME: scripts/NAME.sh inside the root, its log in $logs/NAME.log
+  local name=$1 started code
+  started=$(date +%s)
+  echo "== $release: scripts/$name.sh (log: $logs/$name.log)"
+  debian_root_run "$root" "cd /root/tinyformer && scripts/$name.sh" >"$logs/$name.log" 2>&1
+  code=$?
+  tail -n 12 "$logs/$name.log" | sed 's/^/    /'
+  if [[ $code -eq 0 ]]; then
+    results+=("scripts/$name.sh passed ($(($(date +%s) - started)) s)")
+  else
+    results+=("scripts/$name.sh FAILED with exit $code ($(($(date +%s) - started)) s; see $logs/$name.log)")
+    status=1
+  fi
+}
+run_command demo
+run_command test
+echo "fresh-machine-check ($release):"
+printf '  %s\n' "${results[@]}"
+[[ $status -eq 0 ]] && echo "fresh-machine-check ($release): both README commands pass on a fresh Debian $release" \
+  || echo "fresh-machine-check ($release): FAILED" >&2
+exit $status
