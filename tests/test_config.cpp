@@ -419,7 +419,7 @@ TEST_CASE("config_to_toml round-trips through load_config", "[config]") {
     CHECK(load_config(anywhere, {}, false).data.path == (fs::current_path() / "texts/one.txt").string());
 }
 
-TEST_CASE("config_to_json and config_from_json are inverses; wrong types are rejected", "[config]") {
+TEST_CASE("config_to_json and config_from_json are inverses, and wrong types are rejected", "[config]") {
     RunConfig c = unusual_config();
     c.data.path = "both.txt";  // the JSON side does not judge the corpus settings
     const nlohmann::json json = config_to_json(c);

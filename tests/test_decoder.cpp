@@ -71,7 +71,7 @@ TEST_CASE("decoder with rope slides past the context as the cached forward pass 
     REQUIRE(decoder.next_position() == 3 * config.context);
 }
 
-TEST_CASE("decoder: learned positions end at the context; reset starts again at position 0", "[decoder]") {
+TEST_CASE("decoder: learned positions end at the context, and reset starts again at position 0", "[decoder]") {
     const ModelConfig config = small_config("learned");
     Transformer model(config, 13);
     const std::vector<int32_t> ids = random_ids(config.context, config.vocab_size, 9);

@@ -305,7 +305,7 @@ TEST_CASE("answer sources read the attention at the position that predicts each 
 
 // ---- ablation ----
 
-TEST_CASE("zeroing a head equals removing its columns of out_proj; mean ablation puts a vector in its place",
+TEST_CASE("zeroing a head equals removing its columns of out_proj, and mean ablation puts a vector in its place",
           "[inspect][ablation]") {
     Transformer model = small_model();
     const Vocabulary vocab = Vocabulary::from_text(kVocabText);

@@ -97,7 +97,7 @@ TEST_CASE("rope rotates pair j at position t by t * 10000^(-2j/d)", "[ops]") {
     REQUIRE_THROWS_WITH(rope(Tensor::zeros({1, 1, 2, 3})), ContainsSubstring("even"));
 }
 
-TEST_CASE("reshape is a view; transpose swaps axes", "[ops]") {
+TEST_CASE("reshape is a view, and transpose swaps axes", "[ops]") {
     Tensor x = Tensor::from({0, 1, 2, 3, 4, 5}, {2, 3});
     Tensor r = reshape(x, {3, 2});
     REQUIRE(r.storage() == x.storage());
