@@ -4,6 +4,7 @@
 //   L{l}H{h}.svg    one heatmap per head (heatmap.hpp)
 //   heads.json      every number the report states
 //   report.html     one self-contained page for a person
+//   (circuits.json and the weight pictures: circuits_report.hpp)
 //   --view terminal where each character reads, and a shaded grid
 #pragma once
 
@@ -35,7 +36,9 @@ nlohmann::json attention_json(const AttentionMaps& maps, const std::string& sour
 nlohmann::json heads_json(const InspectResult& result, const ReportContext& context);
 
 // A self-contained HTML page (also well-formed XML: XHTML5), no scripts, no network.
-std::string report_html(const AttentionMaps& maps, const InspectResult& result, const ReportContext& context);
+// `weight_sections` (circuits_html in circuits_report.hpp, or empty) goes after the ablations.
+std::string report_html(const AttentionMaps& maps, const InspectResult& result, const ReportContext& context,
+                        const std::string& weight_sections = "");
 
 // Per head: each query character and the three positions it reads most
 // ("果 → 苹(7) 0.81, 的(6) 0.12, 色(5) 0.04"), then a shaded grid two columns per cell,

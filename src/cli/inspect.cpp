@@ -2,8 +2,10 @@
 //
 // Where does each trained head read? Runs the model on the text (or on the first probe's
 // prompt + answer), keeps every head's attention, measures every head over the validation
-// text and the probes (reading patterns, answer sources, ablations), and writes
-// attention.json, attention.npy, L{l}H{h}.svg, heads.json and report.html to DIR.
+// text and the probes (reading patterns, answer sources, ablations), reads the weights
+// themselves (circuits through the vocabulary, composition between layers), and writes
+// attention.json, attention.npy, L{l}H{h}.svg, heads.json, circuits.json,
+// L{l}H{h}_{weights,ov,qk}.svg and report.html to DIR.
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -12,6 +14,8 @@
 
 #include "commands.hpp"
 #include "tinyformer/checkpoint.hpp"
+#include "tinyformer/circuits.hpp"
+#include "tinyformer/circuits_report.hpp"
 #include "tinyformer/dataset.hpp"
 #include "tinyformer/errors.hpp"
 #include "tinyformer/heatmap.hpp"
@@ -30,7 +34,7 @@ Runner add_inspect(CLI::App& app) {
     auto args = std::make_shared<Args>();
     auto engine = std::make_shared<EngineOptions>();
     auto* cmd = app.add_subcommand("inspect", "Where does each trained head read? Attention maps, head roles, "
-                                              "ablations and a report.");
+                                              "ablations, weight-only circuits and a report.");
     cmd->add_option("--checkpoint", args->checkpoint, "a .safetensors file or a run directory")->required();
     auto* text = cmd->add_option("--text", args->text,
                                  "the text whose attention maps to draw (its first `context` characters)");
@@ -41,7 +45,8 @@ Runner add_inspect(CLI::App& app) {
     cmd->add_option("--view", args->view, "also print the maps: terminal")->check(CLI::IsMember({"terminal"}));
     cmd->footer("Role scores and ablation losses use the validation text of the checkpoint's config; probe "
                 "statistics use every probe. Writes attention.json, attention.npy ([L,H,T,T] float32), "
-                "L{l}H{h}.svg, heads.json and report.html.");
+                "L{l}H{h}.svg, heads.json, circuits.json (weight-only circuits and composition scores), "
+                "L{l}H{h}_weights.svg, L{l}H{h}_ov.svg, L{l}H{h}_qk.svg and report.html.");
     add_engine_options(cmd, *engine);
     return [cmd, args, engine, text, probes]() -> int {
         if (!cmd->parsed()) return -1;
@@ -118,6 +123,9 @@ Runner add_inspect(CLI::App& app) {
         spdlog::info("measuring {} heads over {} validation characters and {} probes", maps.layers * maps.heads,
                      val_ids.size(), probe_list.size());
         const InspectResult result = inspect_heads(model, loaded.vocab, val_ids, probe_list);
+        // The weights alone: needs no text and no probes (the probes only group the vocabulary).
+        const Circuits circuits = compute_circuits(model);
+        const VocabularyGroups groups = group_vocabulary(loaded.vocab, probe_list);
 
         const fs::path out = args->out.empty() ? fs::path(loaded.run_dir) / "inspect" : fs::path(args->out);
         fs::create_directories(out);
@@ -137,11 +145,24 @@ Runner add_inspect(CLI::App& app) {
                                                         name + ": layer " + std::to_string(l) + ", head " + std::to_string(h)));
             }
         write_file_atomic((out / "heads.json").string(), heads_json(result, report).dump(2) + "\n");
-        write_file_atomic((out / "report.html").string(), report_html(maps, result, report));
+        const CircuitScales scales = circuit_scales(circuits);
+        for (const HeadCircuits& head : circuits.heads) {
+            const std::string name = head_label(head.weights.layer, head.weights.head);
+            write_file_atomic((out / (name + "_weights.svg")).string(), head_weights_svg(head, scales));
+            write_file_atomic((out / (name + "_ov.svg")).string(), circuit_svg(head, false, loaded.vocab, groups, scales));
+            write_file_atomic((out / (name + "_qk.svg")).string(), circuit_svg(head, true, loaded.vocab, groups, scales));
+        }
+        write_file_atomic((out / "circuits.json").string(),
+                          circuits_json(circuits, loaded.vocab, groups, report).dump(2) + "\n");
+        write_file_atomic((out / "report.html").string(),
+                          report_html(maps, result, report, circuits_html(circuits, loaded.vocab, groups)));
 
         if (args->view == "terminal") std::fputs(terminal_view(maps).c_str(), stdout);
         for (const HeadReport& head : result.heads) std::printf("%s\n", head.finding.c_str());
-        std::printf("wrote %s/{report.html, heads.json, attention.json, attention.npy, L*H*.svg}\n", out.string().c_str());
+        std::printf("%s\n", circuits_summary(circuits).c_str());
+        std::printf("wrote %s/{report.html, heads.json, circuits.json, attention.json, attention.npy, L*H*.svg, "
+                    "L*H*_{weights,ov,qk}.svg}\n",
+                    out.string().c_str());
         return kExitOk;
     };
 }

@@ -1,5 +1,6 @@
 // report.html: one self-contained page — every head's map side by side, then the numbers
-// (reading patterns, answer sources, ablations), a sentence per head, the loss curve.
+// (reading patterns, answer sources, ablations), a sentence per head, the weight-only
+// sections (circuits_html.cpp), the loss curve.
 // Written as XHTML5 (well-formed XML that browsers read as HTML), with no scripts and no
 // links out, so that the file alone is the report.
 #include <cstdio>
@@ -42,11 +43,13 @@ th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }
 th { background: #f3f3f3; } td:first-child, th:first-child { text-align: left; }
 td.strong { font-weight: bold; background: #e8f0fb; }
 li { margin-bottom: 6px; } dt { font-weight: bold; } dd { margin: 0 0 6px 16px; }
+h3 { font-size: 15px; margin-top: 20px; }
 )";
 
 }  // namespace
 
-std::string report_html(const AttentionMaps& maps, const InspectResult& result, const ReportContext& context) {
+std::string report_html(const AttentionMaps& maps, const InspectResult& result, const ReportContext& context,
+                        const std::string& weight_sections) {
     std::string html = "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"zh-Hans\">\n<head>\n"
                        "<meta charset=\"utf-8\"/>\n<title>tinyformer inspect: where does each head read?</title>\n"
                        "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
@@ -167,7 +170,10 @@ std::string report_html(const AttentionMaps& maps, const InspectResult& result, 
         html += "</table>\n";
     }
 
-    // 6. Training curve, when the checkpoint sits in a run directory.
+    // 6. The weights: head matrices, circuits through the vocabulary, composition.
+    html += weight_sections;
+
+    // 7. Training curve, when the checkpoint sits in a run directory.
     if (!context.loss_svg.empty()) html += "<h2>Training</h2>\n" + context.loss_svg + "\n";
 
     html += "<h2>What the numbers mean</h2>\n<dl>\n";

@@ -39,6 +39,34 @@ expect_in "$(cat "$out/report.html")" "<figure><svg" "the report inlines the hea
 expect_in "$(cat "$out/report.html")" "<h2>Training</h2>" "the report shows the run's loss curve"
 [[ "$(cat "$out/report.html")" != *"<script"* ]] && pass "the report has no script" || fail "the report has a script"
 
+# The weights: circuits.json with every weight-only number, three pictures per head, the report's sections.
+for f in circuits.json L0H0_weights.svg L0H1_weights.svg L0H0_ov.svg L0H0_qk.svg L0H1_ov.svg L0H1_qk.svg; do
+  [[ -s "$out/$f" ]] && pass "wrote $f" || fail "no $f in $out"
+done
+for f in "$out"/L0H1_weights.svg "$out"/L0H1_ov.svg "$out"/L0H1_qk.svg; do
+  xmllint --noout --nonet "$f" 2>"$scratch/xml" && pass "$(basename "$f") is well-formed XML" \
+    || fail "$(basename "$f") is not well-formed: $(head -3 "$scratch/xml")"
+done
+circuits=$(cat "$out/circuits.json")
+for key in '"copying_score"' '"top_pairs"' '"frobenius_norm"' '"composition"' '"baseline"' '"index_order"' '"definitions"' '"names"'; do
+  expect_in "$circuits" "$key" "circuits.json has $key"
+done
+# One layer: no pair of layers to compose, said so.
+expect_in "$circuits" '"one layer: no pair of layers, so no composition scores"' "circuits.json says a one-layer model has no composition"
+report=$(cat "$out/report.html")
+for section in "<h2>Head weights</h2>" "<h2>Circuits through the vocabulary</h2>" "<h2>Composition between layers</h2>" "<h2>Ablation"; do
+  expect_in "$report" "$section" "the report has $section"
+done
+expect_in "$view" "weights: copying score" "inspect prints the copying scores"
+
+# A checkpoint whose config has no probes: the weight-only circuits still work, without groups.
+"$tf" train --config "$src/tests/data/tiny.toml" --set data.probes_path= --set train.steps=2 --out "$scratch/noprobes" >/dev/null 2>&1 \
+  || fail "training without probes"
+"$tf" inspect --checkpoint "$scratch/noprobes" --text "小丁" --out "$scratch/noprobes_out" >/dev/null 2>"$scratch/err" \
+  && pass "inspect without probes exits 0" || fail "inspect without probes: $(cat "$scratch/err")"
+expect_in "$(cat "$scratch/noprobes_out/circuits.json" 2>/dev/null)" '"groups": null' "without probes: circuits.json has no groups"
+expect_in "$(cat "$scratch/noprobes_out/circuits.json" 2>/dev/null)" '"copying_score"' "without probes: circuits.json has the copying scores"
+
 # Defaults: the run directory's inspect/; --probes alone shows the first probe.
 "$tf" inspect --checkpoint "$scratch/run" --probes "$src/tests/data/inspect_probes.tsv" >/dev/null 2>"$scratch/err" \
   && [[ -s "$scratch/run/inspect/report.html" ]] && pass "without --out it writes <run dir>/inspect" \

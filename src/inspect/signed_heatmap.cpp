@@ -1,0 +1,178 @@
+// Signed matrices as heatmaps: a head's weights, a circuit over the vocabulary. Zero is white,
+// positive red, negative blue, on a scale symmetric about zero, so that the sign and the size
+// of every cell can be read by eye and two pictures on the same scale can be compared.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "tinyformer/heatmap.hpp"
+#include "tinyformer/plot.hpp"
+
+namespace tinyformer {
+
+namespace {
+
+std::string num(double value) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.4g", value);
+    return buffer;
+}
+
+// A number for a scale's end: 3 significant digits, with a real minus sign.
+std::string scale_label(double value) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.3g", std::abs(value));
+    return (value < 0 ? "−" : value > 0 ? "+" : "") + std::string(buffer);
+}
+
+// About how wide a line of text is drawn, in px: 0.6 em for a Latin letter, 1 em for a CJK one.
+double text_width(const std::string& content, double font) {
+    double em = 0;
+    for (size_t i = 0; i < content.size(); ++i) {
+        const unsigned char byte = static_cast<unsigned char>(content[i]);
+        if ((byte & 0xC0) == 0x80) continue;  // a continuation byte of the same character
+        em += byte >= 0xE3 ? 1.0 : 0.6;       // 3-byte sequences from U+3000 on: CJK
+    }
+    return em * font;
+}
+
+std::string text(double x, double y, const std::string& content, const std::string& attributes = "") {
+    return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attributes.empty() ? "" : " " + attributes) + ">" +
+           xml_escape(content) + "</text>";
+}
+
+}  // namespace
+
+std::string signed_colour(double value, double limit) {
+    // ColorBrewer "RdBu" (11 classes), from the negative end (blue) to the positive (red).
+    static const int stops[11][3] = {{5, 48, 97},    {33, 102, 172},  {67, 147, 195}, {146, 197, 222},
+                                     {209, 229, 240}, {247, 247, 247}, {253, 219, 199}, {244, 165, 130},
+                                     {214, 96, 77},   {178, 24, 43},   {103, 0, 31}};
+    const double share = limit > 0 && std::isfinite(value) ? std::clamp(value / limit, -1.0, 1.0) : 0.0;
+    const double x = (share + 1) * 5;  // 0 … 10
+    const int i = std::min(static_cast<int>(x), 9);
+    const double f = x - i;
+    int rgb[3];
+    for (int c = 0; c < 3; ++c) rgb[c] = static_cast<int>(std::lround(stops[i][c] + f * (stops[i + 1][c] - stops[i][c])));
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+    return hex;
+}
+
+SvgPanel signed_heatmap_panel(const SignedHeatmap& map) {
+    const double cell = map.cell, label_font = std::max(7.0, cell - 1);
+    const bool row_labels = !map.row_labels.empty(), column_labels = !map.column_labels.empty();
+    // Margins: the title, then the column groups' names (written upwards) and the column labels
+    // above the grid; the row groups' names and the row labels left of it.
+    const double band_room = 78, label_room = cell + 6;
+    const double title_room = map.subtitle.empty() ? 24 : 38;
+    const double top = title_room + (map.column_bands.empty() ? 0 : band_room) + (column_labels ? label_room : 4);
+    const double left = (map.row_bands.empty() ? 0 : band_room) + (row_labels ? label_room : 0) + 4;
+    const double grid_width = cell * static_cast<double>(map.columns), grid_height = cell * static_cast<double>(map.rows);
+
+    std::string svg = "<g font-family=\"" + std::string(kCjkFontStack) + "\" fill=\"#333\">\n";
+    svg += text(left, 16, map.title, "font-size=\"13\" font-weight=\"bold\"") + "\n";
+    if (!map.subtitle.empty()) svg += text(left, 31, map.subtitle, "font-size=\"11\"") + "\n";
+
+    // Labels: one character (or name) per row and per column.
+    svg += "<g font-size=\"" + num(label_font) + "\" text-anchor=\"middle\">\n";
+    if (column_labels)
+        for (int64_t j = 0; j < map.columns; ++j)
+            svg += text(left + (j + 0.5) * cell, top - 4, map.column_labels[j]);
+    if (row_labels)
+        for (int64_t i = 0; i < map.rows; ++i)
+            svg += text(left - label_room / 2 - 2, top + (i + 0.5) * cell + label_font * 0.36, map.row_labels[i]);
+    svg += "\n</g>\n";
+
+    // The cells.
+    svg += "<g>\n";
+    for (int64_t i = 0; i < map.rows; ++i) {
+        for (int64_t j = 0; j < map.columns; ++j) {
+            const double value = map.values[static_cast<size_t>(i * map.columns + j)];
+            svg += "<rect x=\"" + num(left + j * cell) + "\" y=\"" + num(top + i * cell) + "\" width=\"" + num(cell) +
+                   "\" height=\"" + num(cell) + "\" fill=\"" + signed_colour(value, map.limit) + "\"";
+            if (!map.tooltips) {
+                svg += "/>";
+                continue;
+            }
+            const std::string where = row_labels && column_labels
+                                          ? map.row_labels[i] + " → " + map.column_labels[j]
+                                          : "[" + std::to_string(i) + "," + std::to_string(j) + "]";
+            svg += "><title>" + xml_escape(where) + ": " + num(value) + "</title></rect>";
+        }
+        svg += "\n";
+    }
+    svg += "</g>\n";
+
+    // Groups: a line between neighbouring groups across the grid, each group's name beside it.
+    svg += "<g font-size=\"10\" stroke-width=\"0.8\">\n";
+    int64_t start = 0;
+    for (const auto& [name, count] : map.row_bands) {
+        if (start > 0)
+            svg += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + grid_width) + "\" y1=\"" + num(top + start * cell) +
+                   "\" y2=\"" + num(top + start * cell) + "\" stroke=\"#222\"/>";
+        if (count > 0)
+            svg += text(left - (row_labels ? label_room : 0) - 4, top + (start + count / 2.0) * cell + 3.5, name,
+                        "text-anchor=\"end\"");
+        start += count;
+    }
+    start = 0;
+    for (const auto& [name, count] : map.column_bands) {
+        if (start > 0)
+            svg += "<line y1=\"" + num(top) + "\" y2=\"" + num(top + grid_height) + "\" x1=\"" + num(left + start * cell) +
+                   "\" x2=\"" + num(left + start * cell) + "\" stroke=\"#222\"/>";
+        if (count > 0) {  // written upwards, ending just above the column labels
+            const double x = left + (start + count / 2.0) * cell + 3.5, y = top - (column_labels ? label_room : 4) - 4;
+            svg += text(x, y, name, "transform=\"rotate(-90 " + num(x) + " " + num(y) + ")\"");
+        }
+        start += count;
+    }
+    svg += "\n</g>\n";
+
+    // Under the grid: what the axes are, and the colour scale.
+    double y = top + grid_height + 14;
+    svg += "<g font-size=\"10\">\n";
+    double text_right = left + text_width(map.title, 13);
+    text_right = std::max(text_right, left + text_width(map.subtitle, 11));
+    for (const auto& [axis, what] : {std::pair{"rows: ", map.rows_are}, std::pair{"columns: ", map.columns_are}}) {
+        if (what.empty()) continue;
+        svg += text(left, y, axis + what) + "\n";
+        text_right = std::max(text_right, left + text_width(axis + what, 10));
+        y += 13;
+    }
+    const int swatches = 21;
+    const double swatch = 5;
+    for (int k = 0; k < swatches; ++k) {
+        const double value = map.limit * (2.0 * k / (swatches - 1) - 1);
+        svg += "<rect x=\"" + num(left + 34 + k * swatch) + "\" y=\"" + num(y) + "\" width=\"" + num(swatch) +
+               "\" height=\"10\" fill=\"" + signed_colour(value, map.limit) + "\"/>";
+    }
+    svg += text(left + 30, y + 9, scale_label(-map.limit), "text-anchor=\"end\"");
+    svg += text(left + 38 + swatches * swatch, y + 9, scale_label(map.limit));
+    svg += "\n</g>\n</g>\n";
+
+    SvgPanel panel;
+    panel.elements = svg;
+    panel.width = std::max({left + grid_width, left + 40 + swatches * swatch + 40, text_right}) + 8;
+    panel.height = y + 18;
+    return panel;
+}
+
+std::string svg_document(const std::vector<SvgPanel>& panels, double gap) {
+    double width = 0, height = 0;
+    for (const SvgPanel& panel : panels) {
+        width += (width > 0 ? gap : 0) + panel.width;
+        height = std::max(height, panel.height);
+    }
+    std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
+                      "\" viewBox=\"0 0 " + num(width) + " " + num(height) + "\">\n";
+    svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+    double x = 0;
+    for (const SvgPanel& panel : panels) {
+        svg += "<g transform=\"translate(" + num(x) + ",0)\">\n" + panel.elements + "</g>\n";
+        x += panel.width + gap;
+    }
+    return svg + "</svg>\n";
+}
+
+}  // namespace tinyformer
