@@ -92,4 +92,10 @@ std::string line_chart_svg(const std::string& title, const std::string& x_label,
     return svg;
 }
 
+std::string fixed(double value, int digits) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+    return buffer;
+}
+
 }  // namespace tinyformer

@@ -18,4 +18,7 @@ std::string line_chart_svg(const std::string& title, const std::string& x_label,
 
 std::string xml_escape(const std::string& text);
 
+// value with `digits` decimals (printf's %.*f), for figures in reports and charts.
+std::string fixed(double value, int digits = 2);
+
 }  // namespace tinyformer

@@ -5,6 +5,7 @@
 
 #include "tinyformer/circuits_report.hpp"
 #include "tinyformer/heatmap.hpp"
+#include "tinyformer/plot.hpp"
 
 namespace tinyformer {
 
@@ -26,11 +27,6 @@ CircuitScales circuit_scales(const Circuits& circuits) {
 
 namespace {
 
-std::string fixed(double value, int digits) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-    return buffer;
-}
 
 // A matrix's values, row-major, as the heatmap takes them.
 std::vector<double> row_major(const Eigen::MatrixXd& m) {

@@ -12,11 +12,6 @@ namespace tinyformer {
 
 namespace {
 
-std::string fixed(double value, int digits = 2) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-    return buffer;
-}
 std::string td(const std::string& text, bool strong = false) {
     return strong ? "<td class=\"strong\">" + text + "</td>" : "<td>" + text + "</td>";
 }

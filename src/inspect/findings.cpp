@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "tinyformer/inspect.hpp"
+#include "tinyformer/plot.hpp"
 
 namespace tinyformer {
 
@@ -18,11 +19,6 @@ constexpr double kPatternShare = 0.4;
 constexpr double kSourceShare = 0.3;
 constexpr double kNeededPoints = 10.0;
 
-std::string fixed(double value, int digits = 2) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-    return buffer;
-}
 std::string percent(double share) { return fixed(100 * share, 0) + " %"; }
 
 // What an answer kind's answer is, in words.

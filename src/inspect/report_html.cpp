@@ -14,11 +14,6 @@ namespace tinyformer {
 
 namespace {
 
-std::string fixed(double value, int digits = 2) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-    return buffer;
-}
 std::string signed_fixed(double value, int digits = 3) {
     char buffer[32];
     std::snprintf(buffer, sizeof buffer, "%+.*f", digits, value);
