@@ -19,9 +19,17 @@ conventions, and prints the largest difference of each kind:
                 Monte Carlo error (the draws differ, so not to 1e-4)
 Scores must agree to 1e-4; the exit status is 1 if any does not.
 
-Without --circuits it runs `tinyformer inspect` on the checkpoint into a temporary directory.
-Each kind of check is one function returning (what, ours, torch) rows; the activation-patching
-fractions (issue 14, item 4) will be one more such function.
+  patching      with --probes: the recovered fractions of activation patching (every head, at
+                every position and at the answer position) and of path patching (every earlier
+                head into every later head's queries, keys and values), per question kind,
+                recomputed with PyTorch forward hooks on the reference model in float64: the
+                twins rebuilt from the probes file by circuits.json's corruption rule, a head's
+                output replaced at out_proj's input, a receiver's queries/keys/values recomputed
+                from ln1(x + delta) at its q_proj/k_proj/v_proj output. Must agree to 1e-3.
+Scores must agree to 1e-4; the exit status is 1 if any does not.
+
+Without --circuits it runs `tinyformer inspect` on the checkpoint into a temporary directory
+(with --probes when given). Each kind of check is one function returning (what, ours, torch) rows.
 """
 import argparse, importlib.util, json, math, os, re, subprocess, sys, tempfile
 
@@ -30,6 +38,7 @@ import torch
 here = os.path.dirname(os.path.abspath(__file__))
 reference_path = os.path.join(here, "..", "..", "shared", "reference", "torch_model.py")
 TOLERANCE = 1e-4
+FRACTION_TOLERANCE = 1e-3
 
 
 def load_reference():
@@ -152,10 +161,150 @@ def baseline_check(w, circuits, draws=2000, seed=0):
     return mean, std, error
 
 
-def run_inspect(tinyformer, checkpoint, vocab, out):
+# ---- activation patching, with PyTorch hooks ----
+
+def read_probes(path):
+    """(prompt, answer, kind) per line; the kind as tinyformer's load_probes reads it."""
+    probes = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n").rstrip("\r")
+            if not line:
+                continue
+            prompt, answer = line.split("\t")
+            kind = "colour" if "颜色" in prompt else "who" if "谁" in prompt else "other"
+            probes.append((prompt, answer, kind))
+    return probes
+
+
+def twins(probes, context):
+    """The documented rule: the next answer of the kind (first-appearance order, going round)
+    with as many characters, another first character, not already in the prompt."""
+    answers = {}
+    for _, answer, kind in probes:
+        answers.setdefault(kind, [])
+        if answer not in answers[kind]:
+            answers[kind].append(answer)
+    out = []
+    for prompt, answer, kind in probes:
+        if answer not in prompt or len(prompt) > context:
+            continue
+        pool = answers[kind]
+        own = pool.index(answer)
+        for step in range(1, len(pool)):
+            other = pool[(own + step) % len(pool)]
+            if len(other) == len(answer) and other[0] != answer[0] and other not in prompt:
+                out.append((kind, prompt, prompt.replace(answer, other), answer[0], other[0]))
+                break
+    return out
+
+
+class Patcher:
+    """The reference model in float64, with hooks that replace one head's output or one head's
+    query/key/value input."""
+
+    def __init__(self, model, stoi):
+        self.model = model.double().eval()
+        self.stoi = stoi
+        self.H = model.blocks[0].attn.H
+        self.d = model.tok_emb.weight.shape[1] // self.H
+        self.L = len(model.blocks)
+
+    def rows(self, h):
+        return slice(h * self.d, (h + 1) * self.d)
+
+    def run(self, text, head_patch=None, input_patch=None):
+        """→ (logits [T,V] of the last..., z per (layer, head) [T,d]).
+        head_patch = (l, h, position or None, z [T,d]); input_patch = (l, h, 'q'|'k'|'v', delta [T,D])."""
+        ids = torch.tensor([[self.stoi[c] for c in text]])
+        z, handles, residual = {}, [], {}
+        for l, block in enumerate(self.model.blocks):
+            def keep_and_patch(module, inputs, l=l):
+                merged = inputs[0].clone()                       # [1,T,D]: merge_heads(a v)
+                for h in range(self.H):
+                    z[(l, h)] = merged[0, :, self.rows(h)].clone()
+                if head_patch and head_patch[0] == l:
+                    _, h, position, source = head_patch
+                    if position is None:
+                        merged[0, :, self.rows(h)] = source
+                    else:
+                        merged[0, position, self.rows(h)] = source[position]
+                    z[(l, h)] = merged[0, :, self.rows(h)].clone()
+                return (merged,)
+            handles.append(block.attn.out_proj.register_forward_pre_hook(keep_and_patch))
+            def keep_residual(module, inputs, l=l):
+                residual[l] = inputs[0]
+            handles.append(block.register_forward_pre_hook(keep_residual))
+            if input_patch and input_patch[0] == l:
+                _, h, which, delta = input_patch
+                projection = {"q": block.attn.q_proj, "k": block.attn.k_proj, "v": block.attn.v_proj}[which]
+                def shifted(module, inputs, output, l=l, h=h, delta=delta, projection=projection, block=block):
+                    output = output.clone()
+                    moved = block.ln1(residual[l] + delta)                  # what this head alone reads
+                    output[..., self.rows(h)] = torch.nn.functional.linear(moved, projection.weight)[..., self.rows(h)]
+                    return output
+                handles.append(projection.register_forward_hook(shifted))
+        try:
+            with torch.no_grad():
+                logits, _ = self.model(ids)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return logits[0], z
+
+
+def patching_checks(model, vocab, circuits, probes_path):
+    patching = circuits.get("patching")
+    if not patching:
+        return []
+    stoi = {c: i for i, c in enumerate(vocab)}
+    p = Patcher(model, stoi)
+    heads = [(l, h) for l in range(p.L) for h in range(p.H)]
+    pairs = [(l1, h1, l2, h2) for l1 in range(p.L) for l2 in range(l1 + 1, p.L)
+             for h1 in range(p.H) for h2 in range(p.H)]
+    sums = {}
+    for kind, clean_text, corrupted_text, clean_char, corrupted_char in twins(read_probes(probes_path), model.context):
+        a, b = stoi[clean_char], stoi[corrupted_char]
+        diff = lambda logits: (logits[-1, a] - logits[-1, b]).item()
+        clean_logits, clean_z = p.run(clean_text)
+        corrupted_logits, corrupted_z = p.run(corrupted_text)
+        s = sums.setdefault(kind, {"n": 0, "clean": 0.0, "corrupted": 0.0, "every": [0.0] * len(heads),
+                                   "answer": [0.0] * len(heads), "paths": [[0.0] * 3 for _ in pairs]})
+        s["n"] += 1
+        s["clean"] += diff(clean_logits)
+        s["corrupted"] += diff(corrupted_logits)
+        last = len(clean_text) - 1
+        for i, (l, h) in enumerate(heads):
+            s["every"][i] += diff(p.run(corrupted_text, head_patch=(l, h, None, clean_z[(l, h)]))[0])
+            s["answer"][i] += diff(p.run(corrupted_text, head_patch=(l, h, last, clean_z[(l, h)]))[0])
+        for e, (l1, h1, l2, h2) in enumerate(pairs):
+            W_O = p.model.blocks[l1].attn.out_proj.weight[:, p.rows(h1)]       # [D,d]
+            delta = (clean_z[(l1, h1)] - corrupted_z[(l1, h1)]) @ W_O.T     # [T,D]
+            for j, which in enumerate("qkv"):
+                s["paths"][e][j] += diff(p.run(corrupted_text, input_patch=(l2, h2, which, delta))[0])
+    rows = []
+    names = patching["heads"]
+    for kind, s in sums.items():
+        ours = patching["kinds"][kind]
+        n, clean, corrupted = s["n"], s["clean"] / s["n"], s["corrupted"] / s["n"]
+        recovered = lambda total: (total / n - corrupted) / (clean - corrupted)
+        rows.append((f"{kind} twins", ours["twins"], n))
+        for i, name in enumerate(names):
+            rows.append((f"{kind} {name} every position", ours["recovered_every_position"][i], recovered(s["every"][i])))
+            rows.append((f"{kind} {name} answer position", ours["recovered_answer_position"][i], recovered(s["answer"][i])))
+        for e, (l1, h1, l2, h2) in enumerate(pairs):
+            edge = ours["paths"][e]
+            assert (edge["sender"], edge["receiver"]) == (f"L{l1}H{h1}", f"L{l2}H{h2}"), edge
+            for j, which in enumerate("qkv"):
+                rows.append((f"{kind} L{l1}H{h1}→L{l2}H{h2} {which}", edge[which], recovered(s["paths"][e][j])))
+    return rows
+
+
+def run_inspect(tinyformer, checkpoint, vocab, out, probes=None):
     text = next(c for c in vocab if not c.isspace())
-    subprocess.run([tinyformer, "inspect", "--checkpoint", checkpoint, "--text", text, "--out", out],
-                   check=True, capture_output=True)
+    command = [tinyformer, "inspect", "--checkpoint", checkpoint, "--out", out]
+    command += ["--probes", probes] if probes else ["--text", text]
+    subprocess.run(command, check=True, capture_output=True)
     return os.path.join(out, "circuits.json")
 
 
@@ -164,6 +313,7 @@ def main():
     p.add_argument("checkpoint", help="a run directory or its model.safetensors")
     p.add_argument("--circuits", help="circuits.json to check (default: run tinyformer inspect now)")
     p.add_argument("--tinyformer", default=os.path.join(here, "..", "build", "tinyformer"))
+    p.add_argument("--probes", help="prompt<TAB>answer file: also check the activation-patching fractions")
     a = p.parse_args()
     ckpt = a.checkpoint if a.checkpoint.endswith(".safetensors") else os.path.join(a.checkpoint, "model.safetensors")
 
@@ -171,7 +321,7 @@ def main():
     model, vocab = reference.load(ckpt)
     w = Weights(model)
     with tempfile.TemporaryDirectory() as tmp:
-        path = a.circuits or run_inspect(a.tinyformer, ckpt, vocab, tmp)
+        path = a.circuits or run_inspect(a.tinyformer, ckpt, vocab, tmp, a.probes)
         with open(path, encoding="utf-8") as f:
             circuits = json.load(f)
     print(f"checkpoint {ckpt}: D={w.D} H={w.H} d={w.d} L={w.L} V={w.E.shape[0]}; circuits.json from "
@@ -193,6 +343,22 @@ def main():
         print(f"{title:<22}{len(rows):>8}  {worst:>30.2e}  {what}: {ours:.9f} vs {theirs:.9f}"
               f"{'' if ok else '  FAIL (> %g)' % TOLERANCE}")
 
+    if a.probes:
+        rows = patching_checks(model, vocab, circuits, a.probes)
+        if not rows:
+            print(f"{'patching fractions':<22}{0:>8}  circuits.json has no patching (inspect ran without probes)  FAIL")
+            failed = True
+        else:
+            what, ours, theirs = max(rows, key=lambda r: abs(r[1] - r[2]))
+            worst = abs(ours - theirs)
+            ok = worst <= FRACTION_TOLERANCE
+            failed |= not ok
+            print(f"{'patching fractions':<22}{len(rows):>8}  {worst:>30.2e}  {what}: {ours:.9f} vs {theirs:.9f}"
+                  f"{'' if ok else '  FAIL (> %g)' % FRACTION_TOLERANCE}")
+            for what, ours, theirs in rows:
+                if "answer position" not in what:
+                    print(f"  {what:<34} tinyformer {ours:.6f}  torch {theirs:.6f}")
+
     for title, check in (("composition scores", composition_checks), ("copying scores", copying_checks)):
         for what, ours, theirs in check(w, circuits):
             print(f"  {what:<34} tinyformer {ours:.6f}  torch {theirs:.6f}")
@@ -204,7 +370,8 @@ def main():
     print(f"baseline: tinyformer {b['q']:.5f} ± {b['std']:.5f} ({b['draws']} draws, seed {b['seed']}); torch "
           f"{mean:.5f} ± {std:.5f} (2000 draws of its own); difference {abs(mean - b['q']):.1e}, "
           f"{'within' if ok else 'NOT within'} 5 standard errors ({5 * error:.1e})")
-    print("FAIL" if failed else f"PASS: every score agrees to {TOLERANCE:g}")
+    print("FAIL" if failed else f"PASS: every score agrees to {TOLERANCE:g}" +
+          (f", every patching fraction to {FRACTION_TOLERANCE:g}" if a.probes else ""))
     sys.exit(1 if failed else 0)
 
 

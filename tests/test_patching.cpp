@@ -111,6 +111,10 @@ TEST_CASE("patching: a run patched into itself recovers exactly 1, patching noth
             // The corrupted run's own output into the corrupted run: nothing changes, so 0.
             const Trace nothing = traced_forward(model, twin.corrupted, patch_output(l, h, -1, corrupted.z[l][h]));
             CHECK(recovered_fraction(logit_difference(nothing, twin), clean_difference, corrupted_difference) == 0.0);
+            // Starting from the unpatched run's earlier layers changes nothing.
+            const Trace patched = traced_forward(model, twin.corrupted, patch_output(l, h, 2, clean.z[l][h]));
+            const Trace resumed = traced_forward(model, twin.corrupted, patch_output(l, h, 2, clean.z[l][h]), &corrupted);
+            CHECK((patched.logits - resumed.logits).cwiseAbs().maxCoeff() == 0.0);
         }
 }
 

@@ -60,6 +60,7 @@ struct DenseModel {
     std::vector<DenseLayer> layers;
     Eigen::VectorXd ln_f_weight, ln_f_bias;  // [D]
     Eigen::MatrixXd lm_head;                 // [V,D]
+    Eigen::MatrixXd rope_cos, rope_sin;      // [context, d/2]: cos and sin of t·10000^(−2j/d) (rope only)
 };
 DenseModel dense_model(const Transformer& model);
 
@@ -101,8 +102,10 @@ inline Interventions patch_input(int64_t layer, int64_t head, char input, const 
 }
 
 // ids [T] (1..context) → the run, with the interventions. No interventions: model.forward's
-// logits (to float32 rounding).
-Trace traced_forward(const DenseModel& model, const std::vector<int32_t>& ids, const Interventions& interventions = {});
+// logits (to float32 rounding). `unpatched`, the same ids' run without interventions, saves
+// recomputing the layers before the first one the interventions touch (the result is the same).
+Trace traced_forward(const DenseModel& model, const std::vector<int32_t>& ids, const Interventions& interventions = {},
+                     const Trace* unpatched = nullptr);
 
 // ---- the probes' twins ----
 

@@ -22,6 +22,8 @@
 #include "tinyformer/inspect.hpp"
 #include "tinyformer/inspect_report.hpp"
 #include "tinyformer/npy.hpp"
+#include "tinyformer/patching.hpp"
+#include "tinyformer/patching_report.hpp"
 
 namespace fs = std::filesystem;
 
@@ -126,6 +128,19 @@ Runner add_inspect(CLI::App& app) {
         // The weights alone: needs no text and no probes (the probes only group the vocabulary).
         const Circuits circuits = compute_circuits(model);
         const VocabularyGroups groups = group_vocabulary(loaded.vocab, probe_list);
+        // What causes each answer: activation and path patching over the probes' twins.
+        const int64_t L = model.config().n_layers, H = model.config().n_heads;
+        Patching patching;
+        std::vector<std::string> patching_lines;
+        if (probe_list.empty()) {
+            const std::string note = "no probes: no activation patching (give --probes FILE); the weight-only circuits "
+                                     "need none";
+            spdlog::warn("{}", note);
+            report.notes.push_back(note);
+        } else {
+            patching = activation_patching(model, loaded.vocab, probe_list);
+            patching_lines = patching_findings(patching, result, circuits, H);
+        }
 
         const fs::path out = args->out.empty() ? fs::path(loaded.run_dir) / "inspect" : fs::path(args->out);
         fs::create_directories(out);
@@ -152,14 +167,23 @@ Runner add_inspect(CLI::App& app) {
             write_file_atomic((out / (name + "_ov.svg")).string(), circuit_svg(head, false, loaded.vocab, groups, scales));
             write_file_atomic((out / (name + "_qk.svg")).string(), circuit_svg(head, true, loaded.vocab, groups, scales));
         }
-        write_file_atomic((out / "circuits.json").string(),
-                          circuits_json(circuits, loaded.vocab, groups, report).dump(2) + "\n");
+        nlohmann::json circuits_file = circuits_json(circuits, loaded.vocab, groups, report);
+        circuits_file["patching"] = probe_list.empty() ? nlohmann::json(nullptr)
+                                                       : patching_json(patching, loaded.vocab, probe_list,
+                                                                       patching_lines, L, H);
+        for (const auto& [path, sentence] : patching_definitions()) circuits_file["definitions"][path] = sentence;
+        write_file_atomic((out / "circuits.json").string(), circuits_file.dump(2) + "\n");
+        const std::string patching_section =
+            probe_list.empty() ? std::string()
+                               : patching_html(patching, result, loaded.vocab, patching_lines, L, H);
         write_file_atomic((out / "report.html").string(),
-                          report_html(maps, result, report, circuits_html(circuits, loaded.vocab, groups)));
+                          report_html(maps, result, report,
+                                      circuits_html(circuits, loaded.vocab, groups) + patching_section));
 
         if (args->view == "terminal") std::fputs(terminal_view(maps).c_str(), stdout);
         for (const HeadReport& head : result.heads) std::printf("%s\n", head.finding.c_str());
         std::printf("%s\n", circuits_summary(circuits).c_str());
+        if (!probe_list.empty()) std::printf("%s\n", patching_summary(patching, patching_lines, H).c_str());
         std::printf("wrote %s/{report.html, heads.json, circuits.json, attention.json, attention.npy, L*H*.svg, "
                     "L*H*_{weights,ov,qk}.svg}\n",
                     out.string().c_str());

@@ -71,13 +71,49 @@ Eigen::MatrixXd path_delta(const DenseModel& model, int64_t sender_layer, int64_
 
 namespace {
 
-// Sums of logit differences over one kind's twins; normalised once all are in.
-struct KindSums {
-    int64_t twins = 0;
+// One twin's logit differences: unpatched, and under each patch.
+struct TwinDifferences {
     double clean = 0, corrupted = 0;
     std::vector<double> every_position, answer_position;  // [L*H]
-    std::vector<PathEdge> paths;                          // q, k, v hold sums
+    std::vector<double> paths;                            // [edge][q, k, v], edges as sender_receiver_pairs orders them
 };
+
+// Every (earlier head, later head) pair, as Circuits::composition orders them.
+std::vector<PathEdge> sender_receiver_pairs(int64_t L, int64_t H) {
+    std::vector<PathEdge> pairs;
+    for (int64_t l1 = 0; l1 < L; ++l1)
+        for (int64_t l2 = l1 + 1; l2 < L; ++l2)
+            for (int64_t h1 = 0; h1 < H; ++h1)
+                for (int64_t h2 = 0; h2 < H; ++h2) pairs.push_back({l1, h1, l2, h2, 0, 0, 0});
+    return pairs;
+}
+
+TwinDifferences measure_twin(const DenseModel& model, const ProbeTwin& twin, const std::vector<PathEdge>& pairs) {
+    const int64_t L = model.config.n_layers, H = model.config.n_heads;
+    const int64_t answer_position = static_cast<int64_t>(twin.clean.size()) - 1;
+    const Trace clean = traced_forward(model, twin.clean);
+    const Trace corrupted = traced_forward(model, twin.corrupted);
+    auto corrupted_with = [&](const Interventions& patch) {
+        return logit_difference(traced_forward(model, twin.corrupted, patch, &corrupted), twin);
+    };
+    TwinDifferences out;
+    out.clean = logit_difference(clean, twin);
+    out.corrupted = logit_difference(corrupted, twin);
+    // Activation patching: one head's clean output in the corrupted run.
+    for (int64_t l = 0; l < L; ++l)
+        for (int64_t h = 0; h < H; ++h) {
+            out.every_position.push_back(corrupted_with(patch_output(l, h, -1, clean.z[l][h])));
+            out.answer_position.push_back(corrupted_with(patch_output(l, h, answer_position, clean.z[l][h])));
+        }
+    // Path patching: the sender's clean contribution, in place of its corrupted one, seen by
+    // one input of the receiver only.
+    for (const PathEdge& pair : pairs) {
+        const Eigen::MatrixXd delta = path_delta(model, pair.sender_layer, pair.sender_head, clean, corrupted);
+        for (char input : {'q', 'k', 'v'})
+            out.paths.push_back(corrupted_with(patch_input(pair.receiver_layer, pair.receiver_head, input, delta)));
+    }
+    return out;
+}
 
 }  // namespace
 
@@ -85,85 +121,64 @@ Patching activation_patching(const Transformer& transformer, const Vocabulary& v
     const DenseModel model = dense_model(transformer);
     const int64_t L = model.config.n_layers, H = model.config.n_heads;
     const std::vector<ProbeTwin> twins = corrupted_twins(vocab, probes, model.config.context);
+    const std::vector<PathEdge> pairs = sender_receiver_pairs(L, H);
+
+    // Every twin on its own (in parallel: each writes only its own slot), then summed in order,
+    // so that the result does not depend on the thread count.
+    std::vector<TwinDifferences> measured(twins.size());
+#pragma omp parallel for schedule(dynamic)
+    for (size_t i = 0; i < twins.size(); ++i) measured[i] = measure_twin(model, twins[i], pairs);
 
     Patching result;
     result.probes = static_cast<int64_t>(probes.size());
     result.skipped = result.probes - static_cast<int64_t>(twins.size());
-    std::map<std::string, KindSums> sums;
-
-    for (const ProbeTwin& twin : twins) {
-        const Trace clean = traced_forward(model, twin.clean);
-        const Trace corrupted = traced_forward(model, twin.corrupted);
-        const int64_t T = static_cast<int64_t>(twin.clean.size());
-        KindSums& kind = sums[twin.kind];
-        const bool first_of_kind = kind.twins == 0;
-        if (first_of_kind) {
-            kind.every_position.assign(L * H, 0.0);
-            kind.answer_position.assign(L * H, 0.0);
-            for (int64_t l1 = 0; l1 < L; ++l1)
-                for (int64_t l2 = l1 + 1; l2 < L; ++l2)
-                    for (int64_t h1 = 0; h1 < H; ++h1)
-                        for (int64_t h2 = 0; h2 < H; ++h2) kind.paths.push_back({l1, h1, l2, h2, 0, 0, 0});
+    std::map<std::string, TwinDifferences> sums;  // by kind
+    for (size_t i = 0; i < twins.size(); ++i) {
+        const TwinDifferences& one = measured[i];
+        KindPatching& kind = result.kinds[twins[i].kind];
+        TwinDifferences& sum = sums[twins[i].kind];
+        if (kind.twins++ == 0) {
+            sum = one;
+            kind.example = twins[i];
+            kind.example_clean = one.clean;
+            kind.example_corrupted = one.corrupted;
+            continue;
         }
-        ++kind.twins;
-        const double clean_difference = logit_difference(clean, twin);
-        const double corrupted_difference = logit_difference(corrupted, twin);
-        kind.clean += clean_difference;
-        kind.corrupted += corrupted_difference;
+        sum.clean += one.clean;
+        sum.corrupted += one.corrupted;
+        for (size_t j = 0; j < sum.every_position.size(); ++j) sum.every_position[j] += one.every_position[j];
+        for (size_t j = 0; j < sum.answer_position.size(); ++j) sum.answer_position[j] += one.answer_position[j];
+        for (size_t j = 0; j < sum.paths.size(); ++j) sum.paths[j] += one.paths[j];
+    }
 
-        // Activation patching: one head's clean output in the corrupted run.
-        for (int64_t l = 0; l < L; ++l)
-            for (int64_t h = 0; h < H; ++h) {
-                const Eigen::MatrixXd* source = &clean.z[l][h];
-                kind.every_position[l * H + h] +=
-                    logit_difference(traced_forward(model, twin.corrupted, patch_output(l, h, -1, *source)), twin);
-                kind.answer_position[l * H + h] +=
-                    logit_difference(traced_forward(model, twin.corrupted, patch_output(l, h, T - 1, *source)), twin);
-            }
-
-        // Path patching: the sender's clean contribution, in place of its corrupted one, seen
-        // by one input of the receiver only.
-        for (PathEdge& edge : kind.paths) {
-            const Eigen::MatrixXd delta = path_delta(model, edge.sender_layer, edge.sender_head, clean, corrupted);
-            for (char input : {'q', 'k', 'v'}) {
-                const Interventions path = patch_input(edge.receiver_layer, edge.receiver_head, input, delta);
-                const double patched = logit_difference(traced_forward(model, twin.corrupted, path), twin);
-                (input == 'q' ? edge.q : input == 'k' ? edge.k : edge.v) += patched;
-            }
+    for (auto& [name, kind] : result.kinds) {
+        const TwinDifferences& sum = sums[name];
+        const double n = static_cast<double>(kind.twins);
+        kind.clean = sum.clean / n;
+        kind.corrupted = sum.corrupted / n;
+        auto recovered = [&](double patched_sum) { return recovered_fraction(patched_sum / n, kind.clean, kind.corrupted); };
+        for (double patched : sum.every_position) kind.every_position.push_back(recovered(patched));
+        for (double patched : sum.answer_position) kind.answer_position.push_back(recovered(patched));
+        for (size_t e = 0; e < pairs.size(); ++e) {
+            PathEdge edge = pairs[e];
+            edge.q = recovered(sum.paths[3 * e]);
+            edge.k = recovered(sum.paths[3 * e + 1]);
+            edge.v = recovered(sum.paths[3 * e + 2]);
+            kind.paths.push_back(edge);
         }
 
         // The kind's first twin, position by position.
-        if (first_of_kind) {
-            KindPatching& detail = result.kinds[twin.kind];
-            detail.example = twin;
-            detail.example_clean = clean_difference;
-            detail.example_corrupted = corrupted_difference;
-            detail.example_by_position.assign(L * H, std::vector<double>(T, 0.0));
-            for (int64_t l = 0; l < L; ++l)
-                for (int64_t h = 0; h < H; ++h)
-                    for (int64_t t = 0; t < T; ++t) {
-                        const Trace patched = traced_forward(model, twin.corrupted, patch_output(l, h, t, clean.z[l][h]));
-                        detail.example_by_position[l * H + h][t] =
-                            recovered_fraction(logit_difference(patched, twin), clean_difference, corrupted_difference);
-                    }
-        }
-    }
-
-    for (auto& [name, kind] : sums) {
-        KindPatching& out = result.kinds[name];
-        const double n = static_cast<double>(kind.twins);
-        out.twins = kind.twins;
-        out.clean = kind.clean / n;
-        out.corrupted = kind.corrupted / n;
-        for (double sum : kind.every_position) out.every_position.push_back(recovered_fraction(sum / n, out.clean, out.corrupted));
-        for (double sum : kind.answer_position)
-            out.answer_position.push_back(recovered_fraction(sum / n, out.clean, out.corrupted));
-        for (PathEdge edge : kind.paths) {
-            edge.q = recovered_fraction(edge.q / n, out.clean, out.corrupted);
-            edge.k = recovered_fraction(edge.k / n, out.clean, out.corrupted);
-            edge.v = recovered_fraction(edge.v / n, out.clean, out.corrupted);
-            out.paths.push_back(edge);
-        }
+        const ProbeTwin& twin = kind.example;
+        const int64_t T = static_cast<int64_t>(twin.clean.size());
+        const Trace clean = traced_forward(model, twin.clean), corrupted = traced_forward(model, twin.corrupted);
+        kind.example_by_position.assign(L * H, std::vector<double>(T, 0.0));
+#pragma omp parallel for collapse(2) schedule(dynamic)
+        for (int64_t lh = 0; lh < L * H; ++lh)
+            for (int64_t t = 0; t < T; ++t) {
+                const Trace patched = traced_forward(model, twin.corrupted, patch_output(lh / H, lh % H, t, clean.z[lh / H][lh % H]), &corrupted);
+                kind.example_by_position[lh][t] =
+                    recovered_fraction(logit_difference(patched, twin), kind.example_clean, kind.example_corrupted);
+            }
     }
     return result;
 }

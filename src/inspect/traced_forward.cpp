@@ -1,6 +1,7 @@
 // The model's forward pass (../shared/docs/model-contract.md) for one story, in float64,
 // head by head, so that activation patching can replace one head's output and path patching
 // one head's queries, keys or values. Slow and plain on purpose: every line is the formula.
+#include <algorithm>
 #include <cmath>
 
 #include "tinyformer/ops.hpp"
@@ -40,13 +41,12 @@ double gelu_tanh(double u) {
     return 0.5 * u * (1.0 + std::tanh(k * (u + 0.044715 * u * u * u)));
 }
 
-// Rotary positions: at position t, pair (2j, 2j+1) of a query or key turns by t·10000^(−2j/d).
-void rotate(Eigen::MatrixXd& u) {  // [T,d]
-    const Eigen::Index d = u.cols();
+// Rotary positions: at position t, pair (2j, 2j+1) of a query or key turns by t·10000^(−2j/d),
+// whose cos and sin are the tables' [t, j].
+void rotate(Eigen::MatrixXd& u, const Eigen::MatrixXd& cos, const Eigen::MatrixXd& sin) {  // u [T,d]
     for (Eigen::Index t = 0; t < u.rows(); ++t)
-        for (Eigen::Index j = 0; j < d / 2; ++j) {
-            const double theta = static_cast<double>(t) * std::pow(10000.0, -2.0 * static_cast<double>(j) / d);
-            const double c = std::cos(theta), s = std::sin(theta);
+        for (Eigen::Index j = 0; j < u.cols() / 2; ++j) {
+            const double c = cos(t, j), s = sin(t, j);
             const double u0 = u(t, 2 * j), u1 = u(t, 2 * j + 1);
             u(t, 2 * j) = u0 * c - u1 * s;
             u(t, 2 * j + 1) = u0 * s + u1 * c;
@@ -93,10 +93,22 @@ DenseModel dense_model(const Transformer& model) {
     dense.ln_f_weight = vector_of(model, "ln_f.weight");
     dense.ln_f_bias = vector_of(model, "ln_f.bias");
     dense.lm_head = matrix_of(model, "lm_head.weight");
+    if (dense.config.positions == "rope") {
+        const int64_t d = dense.config.head_width();
+        dense.rope_cos.resize(dense.config.context, d / 2);
+        dense.rope_sin.resize(dense.config.context, d / 2);
+        for (int64_t t = 0; t < dense.config.context; ++t)
+            for (int64_t j = 0; j < d / 2; ++j) {
+                const double theta = static_cast<double>(t) * std::pow(10000.0, -2.0 * static_cast<double>(j) / static_cast<double>(d));
+                dense.rope_cos(t, j) = std::cos(theta);
+                dense.rope_sin(t, j) = std::sin(theta);
+            }
+    }
     return dense;
 }
 
-Trace traced_forward(const DenseModel& model, const std::vector<int32_t>& ids, const Interventions& interventions) {
+Trace traced_forward(const DenseModel& model, const std::vector<int32_t>& ids, const Interventions& interventions,
+                     const Trace* unpatched) {
     const ModelConfig& config = model.config;
     const int64_t T = static_cast<int64_t>(ids.size()), D = config.d_model, H = config.n_heads, d = config.head_width();
     if (T < 1 || T > config.context)
@@ -108,13 +120,27 @@ Trace traced_forward(const DenseModel& model, const std::vector<int32_t>& ids, c
         if (patch.delta.rows() != T || patch.delta.cols() != D)
             throw ShapeError("traced_forward: an input patch's delta must be [T,D]");
 
+    // The first layer an intervention touches: before it, the unpatched run holds the answer.
+    int64_t first = config.n_layers;
+    for (const HeadPatch& patch : interventions.heads) first = std::min(first, patch.layer);
+    for (const InputPatch& patch : interventions.inputs) first = std::min(first, patch.layer);
+    if (!unpatched) first = 0;
+
+    if (first == config.n_layers) return *unpatched;  // nothing to change
+
     Trace run;
     Eigen::MatrixXd x(T, D);  // the residual stream
-    for (int64_t t = 0; t < T; ++t) {
-        x.row(t) = model.tok_emb.row(ids[t]);
-        if (config.positions != "rope") x.row(t) += model.pos_emb.row(t);
+    if (first == 0) {
+        for (int64_t t = 0; t < T; ++t) {
+            x.row(t) = model.tok_emb.row(ids[t]);
+            if (config.positions != "rope") x.row(t) += model.pos_emb.row(t);
+        }
+    } else {
+        run.residual.assign(unpatched->residual.begin(), unpatched->residual.begin() + first);
+        run.z.assign(unpatched->z.begin(), unpatched->z.begin() + first);
+        x = unpatched->residual[first];
     }
-    for (int64_t l = 0; l < config.n_layers; ++l) {
+    for (int64_t l = first; l < config.n_layers; ++l) {
         const DenseLayer& layer = model.layers[l];
         run.residual.push_back(x);
         const Eigen::MatrixXd h = layer_norm(x, layer.ln1_weight, layer.ln1_bias);  // [T,D]
@@ -133,7 +159,7 @@ Trace traced_forward(const DenseModel& model, const std::vector<int32_t>& ids, c
             Eigen::MatrixXd q = reads_q * layer.q_proj.middleRows(head * d, d).transpose();  // [T,d]
             Eigen::MatrixXd k = reads_k * layer.k_proj.middleRows(head * d, d).transpose();  // [T,d]
             const Eigen::MatrixXd v = reads_v * layer.v_proj.middleRows(head * d, d).transpose();  // [T,d]
-            if (config.positions == "rope") rotate(q), rotate(k);
+            if (config.positions == "rope") rotate(q, model.rope_cos, model.rope_sin), rotate(k, model.rope_cos, model.rope_sin);
             Eigen::MatrixXd z = attend(q, k, v);  // [T,d]
             for (const HeadPatch& patch : interventions.heads) {
                 if (patch.layer != l || patch.head != head) continue;
