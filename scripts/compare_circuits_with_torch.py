@@ -285,7 +285,7 @@ def patching_checks(model, vocab, circuits, probes_path):
     rows = []
     names = patching["heads"]
     for kind, s in sums.items():
-        ours = patching["kinds"][kind]
+        ours = next(k for k in patching["kinds"] if k["kind"] == kind)
         n, clean, corrupted = s["n"], s["clean"] / s["n"], s["corrupted"] / s["n"]
         recovered = lambda total: (total / n - corrupted) / (clean - corrupted)
         rows.append((f"{kind} twins", ours["twins"], n))

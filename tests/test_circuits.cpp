@@ -17,6 +17,7 @@
 #include "tinyformer/circuits_report.hpp"
 #include "tinyformer/heatmap.hpp"
 #include "tinyformer/inspect_report.hpp"
+#include "tinyformer/patching_report.hpp"
 #include "tinyformer/rng.hpp"
 
 using namespace tinyformer;
@@ -390,4 +391,38 @@ TEST_CASE("the weight and circuit pictures and the report's sections are well-fo
                            ContainsSubstring("<h2>Composition between layers</h2>"));
     REQUIRE_THAT(html, ContainsSubstring("rotary positions") && ContainsSubstring("copying score"));
     REQUIRE_THAT(html, !ContainsSubstring("<script") && !ContainsSubstring("href=") && !ContainsSubstring("src="));
+}
+
+TEST_CASE("circuits.json defines every patching number; without probes its patching is null and says --probes",
+          "[circuits][json][patching]") {
+    const Transformer model = random_model(2);
+    const Vocabulary vocab = Vocabulary::from_text(kVocabText);
+    const std::vector<Probe> probes = {{U"小丁拿。谁拿？", U"小丁", "who"}, {U"阿芳拿。谁拿？", U"阿芳", "who"}};  // ≤ context 8
+    const Circuits circuits = compute_circuits(model);
+    const Patching patching = activation_patching(model, vocab, probes);
+    nlohmann::json json = circuits_json(circuits, vocab, group_vocabulary(vocab, probes), context_of(model));
+    add_patching_json(json, &patching, vocab, probes, {"a finding"}, 2, 2);
+    REQUIRE(undefined_number(json, json["definitions"], "").empty());
+    REQUIRE(json["patching"]["kinds"].size() == 1);
+    REQUIRE(json["patching"]["kinds"][0]["kind"] == "who");
+    REQUIRE(json["patching"]["kinds"][0]["recovered_every_position"].size() == 4);
+    REQUIRE(json["patching"]["kinds"][0]["paths"].size() == 4);
+    REQUIRE(json["patching"]["kinds"][0]["example"]["corrupted_prompt"] == "阿芳拿。谁拿？");
+    // Every patching definition names a key that is there.
+    for (const auto& [path, sentence] : patching_definitions()) {
+        nlohmann::json at = json;
+        for (size_t start = 0; start <= path.size();) {
+            const size_t dot = std::min(path.find('.', start), path.size());
+            if (at.is_array()) at = at.at(0);
+            INFO(path);
+            REQUIRE(at.contains(path.substr(start, dot - start)));
+            at = at[path.substr(start, dot - start)];
+            start = dot + 1;
+        }
+    }
+    nlohmann::json without = circuits_json(circuits, vocab, group_vocabulary(vocab, {}), context_of(model));
+    add_patching_json(without, nullptr, vocab, {}, {}, 2, 2);
+    REQUIRE(without["patching"].is_null());
+    REQUIRE_THAT(without["notes"].dump(), ContainsSubstring("--probes"));
+    REQUIRE(undefined_number(without, without["definitions"], "").empty());
 }

@@ -29,8 +29,12 @@ inline constexpr double kEdge = 0.10;
 std::vector<std::string> patching_findings(const Patching& patching, const InspectResult& inspected,
                                            const Circuits& circuits, int64_t n_heads);
 
-nlohmann::json patching_json(const Patching& patching, const Vocabulary& vocab, const std::vector<Probe>& probes,
-                             const std::vector<std::string>& findings, int64_t n_layers, int64_t n_heads);
+// circuits.json's "patching" key (null when `patching` is null: no probes) and the definitions
+// of its numbers, added to `circuits` (circuits_json's object). Kinds are an array, each naming
+// its kind, so that a number's definition path leaves out only array positions.
+void add_patching_json(nlohmann::json& circuits, const Patching* patching, const Vocabulary& vocab,
+                       const std::vector<Probe>& probes, const std::vector<std::string>& findings, int64_t n_layers,
+                       int64_t n_heads);
 
 std::string patching_html(const Patching& patching, const InspectResult& inspected, const Vocabulary& vocab,
                           const std::vector<std::string>& findings, int64_t n_layers, int64_t n_heads);

@@ -168,10 +168,8 @@ Runner add_inspect(CLI::App& app) {
             write_file_atomic((out / (name + "_qk.svg")).string(), circuit_svg(head, true, loaded.vocab, groups, scales));
         }
         nlohmann::json circuits_file = circuits_json(circuits, loaded.vocab, groups, report);
-        circuits_file["patching"] = probe_list.empty() ? nlohmann::json(nullptr)
-                                                       : patching_json(patching, loaded.vocab, probe_list,
-                                                                       patching_lines, L, H);
-        for (const auto& [path, sentence] : patching_definitions()) circuits_file["definitions"][path] = sentence;
+        add_patching_json(circuits_file, probe_list.empty() ? nullptr : &patching, loaded.vocab, probe_list,
+                          patching_lines, L, H);
         write_file_atomic((out / "circuits.json").string(), circuits_file.dump(2) + "\n");
         const std::string patching_section =
             probe_list.empty() ? std::string()

@@ -25,6 +25,7 @@ const std::vector<std::pair<std::string, std::string>>& patching_definitions() {
         {"patching.kinds.paths.q", "Path patching (Wang et al. 2022): the sender head's direct contribution z·W_O^h to the residual stream from the clean run, instead of the corrupted run's, added only to what the receiver head's queries read (its ln1 recomputed); every other path stays corrupted. Recovered fraction as above."},
         {"patching.kinds.paths.k", "The same, into the receiver's keys."},
         {"patching.kinds.paths.v", "The same, into the receiver's values."},
+        {"patching.kinds.example.probe", "The twin's probe: its place among the probes, from 1 (blank lines of the file not counted)."},
         {"patching.kinds.example.recovered_by_position", "For the kind's first twin: per head, the recovered fraction (that twin's own clean and corrupted metric) when the head's clean output is patched at that one position only."},
         {"patching.kinds.example.clean_logit_difference", "The metric on that twin's clean story."},
         {"patching.kinds.example.corrupted_logit_difference", "The metric on that twin's corrupted story."},
@@ -154,19 +155,29 @@ std::vector<std::string> patching_findings(const Patching& patching, const Inspe
     return findings;
 }
 
-nlohmann::json patching_json(const Patching& patching, const Vocabulary& vocab, const std::vector<Probe>& probes,
-                             const std::vector<std::string>& findings, int64_t n_layers, int64_t n_heads) {
+void add_patching_json(nlohmann::json& circuits, const Patching* patching, const Vocabulary& vocab,
+                       const std::vector<Probe>& probes, const std::vector<std::string>& findings, int64_t n_layers,
+                       int64_t n_heads) {
+    for (const auto& [path, sentence] : patching_definitions()) circuits["definitions"][path] = sentence;
+    if (!patching) {
+        circuits["patching"] = nullptr;
+        circuits["notes"].push_back("no probes: no activation patching (give --probes FILE)");
+        return;
+    }
     nlohmann::json out;
     out["metric"] = "logit(clean answer's first character) − logit(corrupted answer's first character), at the "
                     "position that predicts it";
     out["corruption_rule"] = corruption_rule();
-    out["probes"] = patching.probes;
-    out["skipped"] = patching.skipped;
+    out["probes"] = patching->probes;
+    out["skipped"] = patching->skipped;
     out["heads"] = nlohmann::json::array();
     for (int64_t i = 0; i < n_layers * n_heads; ++i) out["heads"].push_back(label(i, n_heads));
-    out["kinds"] = nlohmann::json::object();
-    for (const auto& [name, kind] : patching.kinds) {
-        nlohmann::json k = {{"twins", kind.twins},
+    out["index_order"] = "recovered_every_position[i], recovered_answer_position[i] and "
+                         "example.recovered_by_position[i][t]: i = the head heads[i], t = the position";
+    out["kinds"] = nlohmann::json::array();
+    for (const auto& [name, kind] : patching->kinds) {
+        nlohmann::json k = {{"kind", name},
+                            {"twins", kind.twins},
                             {"clean_logit_difference", kind.clean},
                             {"corrupted_logit_difference", kind.corrupted},
                             {"recovered_every_position", kind.every_position},
@@ -179,9 +190,6 @@ nlohmann::json patching_json(const Patching& patching, const Vocabulary& vocab, 
                                   {"k", edge.k},
                                   {"v", edge.v}});
         const ProbeTwin& twin = kind.example;
-        nlohmann::json by_position;
-        for (size_t i = 0; i < kind.example_by_position.size(); ++i)
-            by_position[label(static_cast<int64_t>(i), n_heads)] = kind.example_by_position[i];
         k["example"] = {{"probe", twin.probe + 1},
                         {"clean_prompt", encode_utf8(probes[twin.probe].prompt)},
                         {"corrupted_prompt", encode_utf8(vocab.decode(twin.corrupted))},
@@ -189,11 +197,11 @@ nlohmann::json patching_json(const Patching& patching, const Vocabulary& vocab, 
                         {"corrupted_answer", encode_utf8(twin.corrupted_answer)},
                         {"clean_logit_difference", kind.example_clean},
                         {"corrupted_logit_difference", kind.example_corrupted},
-                        {"recovered_by_position", by_position}};
-        out["kinds"][name] = k;
+                        {"recovered_by_position", kind.example_by_position}};
+        out["kinds"].push_back(k);
     }
     out["findings"] = findings;
-    return out;
+    circuits["patching"] = out;
 }
 
 std::string patching_html(const Patching& patching, const InspectResult& inspected, const Vocabulary& vocab,
