@@ -87,18 +87,17 @@ std::vector<std::string> patching_findings(const Patching& patching, const Inspe
         std::vector<std::string> carriers;
         for (int64_t i : order)
             if (kind.every_position[i] >= kCarries)
-                carriers.push_back(label(i, n_heads) + " (" + fraction(kind.every_position[i]) + "; " +
-                                   fraction(kind.answer_position[i]) + " at the answer position alone)");
+                carriers.push_back(label(i, n_heads) + " " + fraction(kind.every_position[i]) + " (" +
+                                   fraction(kind.answer_position[i]) +
+                                   (carriers.empty() ? " at the answer position alone)" : ")"));
         if (carriers.empty()) {
-            text += "no single head recovers " + fraction(kCarries) + " of it when patched at every position (the most: " +
+            text += "no single head's clean output recovers " + fraction(kCarries) + " of it (the most: " +
                     label(top, n_heads) + ", " + fraction(kind.every_position[top]) +
                     "); the answer is spread over several heads or goes through the MLPs.";
         } else {
-            text += "carried by ";
-            for (size_t i = 0; i < carriers.size(); ++i)
-                text += (i == 0 ? "" : i + 1 == carriers.size() ? " and " : ", ") + carriers[i];
-            text += ": patching that head's clean output into the corrupted story recovers that share of the "
-                    "logit difference.";
+            text += "patching one head's clean output into the corrupted story recovers ";
+            for (size_t i = 0; i < carriers.size(); ++i) text += (i == 0 ? "" : ", ") + carriers[i];
+            text += ".";
         }
         // The edges.
         const std::vector<Edge> edges = strong_edges(kind);
