@@ -369,7 +369,8 @@ TEST_CASE("the weight and circuit pictures and the report's sections are well-fo
     REQUIRE_THAT(weights, ContainsSubstring("L0H1 W_Q [16,8]") && ContainsSubstring("L0H1 W_O [8,16]"));
     const std::string ov = circuit_svg(circuits.heads[2], false, vocab, groups, scales);
     REQUIRE(xmllint(ov) == 0);
-    REQUIRE_THAT(ov, ContainsSubstring(">names<") && ContainsSubstring(">colours<") && ContainsSubstring("<title>小 → 丁: "));
+    REQUIRE_THAT(ov, ContainsSubstring(">names<") && ContainsSubstring(">colours<") &&
+                         ContainsSubstring("href=\"data:image/png;base64,"));  // the cells: one PNG (test_png.cpp)
     REQUIRE(xmllint(circuit_svg(circuits.heads[3], true, vocab, group_vocabulary(vocab, {}), scales)) == 0);
     // One scale per kind: the largest |W_Q| of any head is the scale's end.
     REQUIRE(signed_colour(scales.W_Q, scales.W_Q) == "#67001f");
@@ -390,7 +391,10 @@ TEST_CASE("the weight and circuit pictures and the report's sections are well-fo
     REQUIRE_THAT(html, ContainsSubstring("<h2>Head weights</h2>") && ContainsSubstring("<h2>Circuits through the vocabulary</h2>") &&
                            ContainsSubstring("<h2>Composition between layers</h2>"));
     REQUIRE_THAT(html, ContainsSubstring("rotary positions") && ContainsSubstring("copying score"));
-    REQUIRE_THAT(html, !ContainsSubstring("<script") && !ContainsSubstring("href=") && !ContainsSubstring("src="));
+    // Nothing fetched: no script, and every href is a picture embedded as a data: URI (the cells).
+    REQUIRE_THAT(html, !ContainsSubstring("<script") && !ContainsSubstring("src="));
+    for (size_t at = html.find("href="); at != std::string::npos; at = html.find("href=", at + 1))
+        REQUIRE(html.compare(at, 11, "href=\"data:") == 0);
 }
 
 TEST_CASE("circuits.json defines every patching number; without probes its patching is null and says --probes",

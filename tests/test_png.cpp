@@ -1,6 +1,7 @@
 // The PNG writer (png.hpp): its checksums and base64 against the specifications' own test
 // values, its bytes against Python's zlib and binascii, and a round trip through a reader
-// written here from the specifications (chunks, CRCs, stored deflate blocks, row filters).
+// written here from the specifications (chunks, CRCs, stored deflate blocks, row filters); then
+// a signed heatmap's cells, read back from the PNG embedded in its SVG.
 #include "catch.hpp"
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tinyformer/heatmap.hpp"
 #include "tinyformer/png.hpp"
 
 using namespace tinyformer;
@@ -92,6 +94,25 @@ DecodedPng decode_png(const std::string& png) {
     return decoded;
 }
 
+std::string from_base64(const std::string& text) {
+    const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string bytes;
+    uint32_t bits = 0;
+    int count = 0;
+    for (const char c : text) {
+        if (c == '=') break;
+        const size_t value = alphabet.find(c);
+        if (value == std::string::npos) throw std::runtime_error("not base64");
+        bits = (bits << 6) | static_cast<uint32_t>(value);
+        count += 6;
+        if (count >= 8) {
+            count -= 8;
+            bytes += static_cast<char>((bits >> count) & 0xFF);
+        }
+    }
+    return bytes;
+}
+
 // Every pixel a different colour, so that a swapped channel, row or column shows.
 RgbImage pattern(int64_t width, int64_t height) {
     RgbImage image{width, height, {}};
@@ -99,6 +120,12 @@ RgbImage pattern(int64_t width, int64_t height) {
         for (int64_t x = 0; x < width; ++x)
             for (int64_t c = 0; c < 3; ++c) image.pixels.push_back(static_cast<uint8_t>((x * 7 + y * 13 + c * 101) % 256));
     return image;
+}
+
+std::vector<uint8_t> rgb(const std::string& hex_colour) {  // "#rrggbb"
+    std::vector<uint8_t> out;
+    for (size_t i = 1; i < 7; i += 2) out.push_back(static_cast<uint8_t>(std::stoi(hex_colour.substr(i, 2), nullptr, 16)));
+    return out;
 }
 
 }  // namespace
@@ -145,4 +172,28 @@ TEST_CASE("png: pictures read back pixel for pixel, across several stored blocks
     }
     REQUIRE_THROWS_AS(png_bytes(RgbImage{0, 1, {}}), std::invalid_argument);
     REQUIRE_THROWS_AS(png_bytes(RgbImage{2, 1, {1, 2, 3}}), std::invalid_argument);
+}
+
+TEST_CASE("png: a signed heatmap's cells are one embedded PNG, one pixel per cell in the cell's colour", "[png][svg]") {
+    SignedHeatmap map;
+    map.title = "three by two";
+    map.rows = 2;
+    map.columns = 3;
+    map.values = {-2, -1, 0, 0.5, 1, 7};  // 7 is past the scale: the end colour
+    map.limit = 2;
+    map.cell = 9;
+    const std::string svg = signed_heatmap_panel(map).elements;
+    const std::string prefix = "href=\"data:image/png;base64,";
+    const size_t start = svg.find(prefix);
+    REQUIRE(start != std::string::npos);
+    REQUIRE(svg.find(prefix, start + 1) == std::string::npos);  // one picture for all cells
+    REQUIRE_THAT(svg, ContainsSubstring("width=\"27\" height=\"18\"") && ContainsSubstring("image-rendering:pixelated"));
+    const size_t data = start + prefix.size();
+    const DecodedPng decoded = decode_png(from_base64(svg.substr(data, svg.find('"', data) - data)));
+    REQUIRE(decoded.image.width == 3);
+    REQUIRE(decoded.image.height == 2);
+    std::vector<uint8_t> expected;
+    for (const double value : map.values)
+        for (const uint8_t channel : rgb(signed_colour(value, map.limit))) expected.push_back(channel);
+    REQUIRE(decoded.image.pixels == expected);
 }

@@ -31,7 +31,7 @@ std::string head_label(int64_t layer, int64_t head);
 // Four panels side by side: W_Q, W_K, W_V ([D,d], rows = residual features) and W_O ([d,D]).
 std::string head_weights_svg(const HeadCircuits& head, const CircuitScales& scales);
 // The head's OV (`qk` false) or QK (`qk` true) circuit [V,V], rows and columns in the groups'
-// order, each cell's value in a tooltip.
+// order; the cells are one embedded PNG, without per-cell tooltips (signed_heatmap_panel).
 std::string circuit_svg(const HeadCircuits& head, bool qk, const Vocabulary& vocab, const VocabularyGroups& groups,
                         const CircuitScales& scales);
 

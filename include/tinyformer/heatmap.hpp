@@ -4,7 +4,10 @@
 //                          future greyed out; one 0–1 colour scale for every head, so that two
 //                          pictures can be compared by eye; each cell's weight in a <title> tooltip.
 //   signed_heatmap_panel   a signed matrix (a head's weights, a circuit over the vocabulary) on
-//                          a symmetric blue–white–red scale, with optional labels and groups.
+//                          a symmetric blue–white–red scale, with optional labels and groups;
+//                          its cells are one embedded PNG, a pixel a cell (png.hpp): a 79×79
+//                          circuit's SVG is 34 kB, not 630 as with a <rect> and a <title> per
+//                          cell, and has no per-cell tooltips.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +51,6 @@ struct SignedHeatmap {
     std::vector<std::string> row_labels, column_labels;  // one per row / column, or none
     Bands row_bands, column_bands;                       // groups of rows / columns, or none
     std::string rows_are, columns_are;                   // the axes in words, under the grid
-    bool tooltips = false;                               // each cell's value in a <title>
 };
 
 // SVG elements drawn from (0, 0), and the room they take.

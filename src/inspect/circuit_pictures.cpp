@@ -74,7 +74,6 @@ std::string circuit_svg(const HeadCircuits& head, bool qk, const Vocabulary& voc
     map.rows = map.columns = V;
     map.limit = qk ? scales.qk : scales.ov;
     map.cell = 9;
-    map.tooltips = true;
     map.rows_are = qk ? "query character" : "character read";
     map.columns_are = qk ? "key character" : "character whose logit it raises";
     // Rows and columns in the groups' order.

@@ -76,7 +76,8 @@ std::string circuits_html(const Circuits& circuits, const Vocabulary& vocab, con
                             ? "The maps list the characters in vocabulary order (no probes, so no groups by role)."
                             : "The maps list the characters grouped by role, as the probes tell them. ") +
             (groups.names.empty() ? "" : xml_escape(vocabulary_grouping_rule())) +
-            " One colour scale for all OV maps and one for all QK maps; hover a cell for its value.</p>\n";
+            " One colour scale for all OV maps and one for all QK maps; the tables above give each map's ten largest "
+            "entries.</p>\n";
     for (const HeadCircuits& head : circuits.heads)
         html += "<div class=\"layer\">\n<figure>" + circuit_svg(head, false, vocab, groups, scales) + "</figure>\n<figure>" +
                 circuit_svg(head, true, vocab, groups, scales) + "</figure>\n</div>\n";

@@ -2,11 +2,13 @@
 // positive red, negative blue, on a scale symmetric about zero, so that the sign and the size
 // of every cell can be read by eye and two pictures on the same scale can be compared.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 
 #include "tinyformer/heatmap.hpp"
 #include "tinyformer/plot.hpp"
+#include "tinyformer/png.hpp"
 
 namespace tinyformer {
 
@@ -41,9 +43,8 @@ std::string text(double x, double y, const std::string& content, const std::stri
            xml_escape(content) + "</text>";
 }
 
-}  // namespace
-
-std::string signed_colour(double value, double limit) {
+// The colour of a value as its three 8-bit channels.
+std::array<uint8_t, 3> signed_rgb(double value, double limit) {
     // ColorBrewer "RdBu" (11 classes), from the negative end (blue) to the positive (red).
     static const int stops[11][3] = {{5, 48, 97},    {33, 102, 172},  {67, 147, 195}, {146, 197, 222},
                                      {209, 229, 240}, {247, 247, 247}, {253, 219, 199}, {244, 165, 130},
@@ -52,8 +53,16 @@ std::string signed_colour(double value, double limit) {
     const double x = (share + 1) * 5;  // 0 … 10
     const int i = std::min(static_cast<int>(x), 9);
     const double f = x - i;
-    int rgb[3];
-    for (int c = 0; c < 3; ++c) rgb[c] = static_cast<int>(std::lround(stops[i][c] + f * (stops[i + 1][c] - stops[i][c])));
+    std::array<uint8_t, 3> rgb;
+    for (int c = 0; c < 3; ++c)
+        rgb[c] = static_cast<uint8_t>(std::lround(stops[i][c] + f * (stops[i + 1][c] - stops[i][c])));
+    return rgb;
+}
+
+}  // namespace
+
+std::string signed_colour(double value, double limit) {
+    const std::array<uint8_t, 3> rgb = signed_rgb(value, limit);
     char hex[8];
     std::snprintf(hex, sizeof hex, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
     return hex;
@@ -84,25 +93,20 @@ SvgPanel signed_heatmap_panel(const SignedHeatmap& map) {
             svg += text(left - label_room / 2 - 2, top + (i + 0.5) * cell + label_font * 0.36, map.row_labels[i]);
     svg += "\n</g>\n";
 
-    // The cells.
-    svg += "<g>\n";
-    for (int64_t i = 0; i < map.rows; ++i) {
-        for (int64_t j = 0; j < map.columns; ++j) {
-            const double value = map.values[static_cast<size_t>(i * map.columns + j)];
-            svg += "<rect x=\"" + num(left + j * cell) + "\" y=\"" + num(top + i * cell) + "\" width=\"" + num(cell) +
-                   "\" height=\"" + num(cell) + "\" fill=\"" + signed_colour(value, map.limit) + "\"";
-            if (!map.tooltips) {
-                svg += "/>";
-                continue;
-            }
-            const std::string where = row_labels && column_labels
-                                          ? map.row_labels[i] + " → " + map.column_labels[j]
-                                          : "[" + std::to_string(i) + "," + std::to_string(j) + "]";
-            svg += "><title>" + xml_escape(where) + ": " + num(value) + "</title></rect>";
+    // The cells: one pixel each in a PNG embedded in the SVG, stretched to `cell` px a pixel
+    // without smoothing (image-rendering: pixelated), so that every cell is a sharp square of its
+    // colour. One element, a few bytes a cell, where a <rect> per cell took some sixty.
+    if (map.rows > 0 && map.columns > 0) {
+        RgbImage cells{map.columns, map.rows, {}};
+        cells.pixels.reserve(map.values.size() * 3);
+        for (const double value : map.values) {
+            const std::array<uint8_t, 3> rgb = signed_rgb(value, map.limit);
+            cells.pixels.insert(cells.pixels.end(), rgb.begin(), rgb.end());
         }
-        svg += "\n";
+        svg += "<image x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(grid_width) + "\" height=\"" +
+               num(grid_height) + "\" preserveAspectRatio=\"none\" style=\"image-rendering:pixelated\" href=\"" +
+               png_data_uri(cells) + "\"/>\n";
     }
-    svg += "</g>\n";
 
     // Groups: a line between neighbouring groups across the grid, each group's name beside it.
     svg += "<g font-size=\"10\" stroke-width=\"0.8\">\n";
