@@ -397,7 +397,7 @@ TEST_CASE("the weight and circuit pictures and the report's sections are well-fo
         REQUIRE(html.compare(at, 11, "href=\"data:") == 0);
 }
 
-TEST_CASE("circuits.json defines every patching number; without probes its patching is null and says --probes",
+TEST_CASE("circuits.json defines every patching number, and without probes its patching is null and says --probes",
           "[circuits][json][patching]") {
     const Transformer model = random_model(2);
     const Vocabulary vocab = Vocabulary::from_text(kVocabText);

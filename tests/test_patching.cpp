@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tinyformer/patching.hpp"
+#include "tinyformer/patching_report.hpp"
 #include "tinyformer/rng.hpp"
 
 using namespace tinyformer;
@@ -136,13 +137,17 @@ TEST_CASE("patching: a model whose answer is carried by one planted head is foun
     CHECK(who.answer_position[0] == Approx(1.0).margin(1e-9));  // only the last position's output matters
     CHECK(who.every_position[1] == 0.0);
     CHECK(who.answer_position[1] == 0.0);
+    // The report's map of that twin: a hover value on every (head, position) cell.
+    const std::string html = patching_html(patching, InspectResult{}, vocab, {}, 1, 2);
+    CHECK_THAT(html, ContainsSubstring("<title>L0H0, ？: 1.000</title>"));
+    CHECK_THAT(html, ContainsSubstring("<title>L0H1, 小: 0.000</title>"));
     // Position by position: the last position recovers everything, the others nothing.
     const std::vector<double>& by_position = who.example_by_position[0];
     CHECK(by_position.back() == Approx(1.0).margin(1e-9));
     for (size_t t = 0; t + 1 < by_position.size(); ++t) CHECK(by_position[t] == 0.0);
 }
 
-TEST_CASE("patching: path patching's input patches recompute the receiver's layer norm; a silent sender has no edges",
+TEST_CASE("patching: path patching's input patches recompute the receiver's layer norm, and a silent sender has no edges",
           "[patching]") {
     Transformer transformer = random_model(2);
     const Vocabulary vocab = Vocabulary::from_text(kVocabText);

@@ -51,6 +51,9 @@ struct SignedHeatmap {
     std::vector<std::string> row_labels, column_labels;  // one per row / column, or none
     Bands row_bands, column_bands;                       // groups of rows / columns, or none
     std::string rows_are, columns_are;                   // the axes in words, under the grid
+    // Small maps only (a few hundred cells): each cell also an invisible <rect> whose <title>
+    // is "row label, column label: value", shown on hover (some 60 bytes a cell).
+    bool tooltips = false;
 };
 
 // SVG elements drawn from (0, 0), and the room they take.

@@ -271,9 +271,10 @@ std::string patching_html(const Patching& patching, const InspectResult& inspect
         for (int64_t t = 0; t < T; ++t) map.column_labels.push_back(char_label(vocab.at(twin.clean[t])));
         map.rows_are = "head";
         map.columns_are = "position patched (the clean story's characters)";
+        map.tooltips = true;  // heads × positions: a few hundred cells
         html += "<figure>" + svg_document({signed_heatmap_panel(map)}) + "<figcaption>Recovered fraction for this twin (" +
                 fixed(kind.example_clean) + " clean, " + fixed(kind.example_corrupted) +
-                " corrupted), red = towards the clean answer.</figcaption></figure>\n";
+                " corrupted), red = towards the clean answer; hover a cell for its value.</figcaption></figure>\n";
     }
     html += "<h3>What the patching numbers mean</h3>\n<dl>\n";
     for (const auto& [path, sentence] : patching_definitions())

@@ -107,6 +107,18 @@ SvgPanel signed_heatmap_panel(const SignedHeatmap& map) {
                num(grid_height) + "\" preserveAspectRatio=\"none\" style=\"image-rendering:pixelated\" href=\"" +
                png_data_uri(cells) + "\"/>\n";
     }
+    if (map.tooltips) {
+        svg += "<g fill-opacity=\"0\">\n";
+        for (int64_t i = 0; i < map.rows; ++i)
+            for (int64_t j = 0; j < map.columns; ++j) {
+                const std::string row = row_labels ? map.row_labels[i] : std::to_string(i);
+                const std::string column = column_labels ? map.column_labels[j] : std::to_string(j);
+                svg += "<rect x=\"" + num(left + j * cell) + "\" y=\"" + num(top + i * cell) + "\" width=\"" + num(cell) +
+                       "\" height=\"" + num(cell) + "\"><title>" + xml_escape(row + ", " + column + ": " +
+                       fixed(map.values[i * map.columns + j], 3)) + "</title></rect>\n";
+            }
+        svg += "</g>\n";
+    }
 
     // Groups: a line between neighbouring groups across the grid, each group's name beside it.
     svg += "<g font-size=\"10\" stroke-width=\"0.8\">\n";
