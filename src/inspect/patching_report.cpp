@@ -266,7 +266,7 @@ std::string patching_html(const Patching& patching, const InspectResult& inspect
                 largest = std::max(largest, std::abs(value));
             }
         map.limit = largest;
-        map.cell = 22;
+        map.cell = 16;
         for (int64_t i = 0; i < heads; ++i) map.row_labels.push_back(label(i, n_heads));
         for (int64_t t = 0; t < T; ++t) map.column_labels.push_back(char_label(vocab.at(twin.clean[t])));
         map.rows_are = "head";

@@ -9,6 +9,7 @@
 #include "tinyformer/heatmap.hpp"
 #include "tinyformer/plot.hpp"
 #include "tinyformer/png.hpp"
+#include "tinyformer/text.hpp"
 
 namespace tinyformer {
 
@@ -69,14 +70,21 @@ std::string signed_colour(double value, double limit) {
 }
 
 SvgPanel signed_heatmap_panel(const SignedHeatmap& map) {
-    const double cell = map.cell, label_font = std::max(7.0, cell - 1);
+    const double cell = map.cell, label_font = std::min(14.0, std::max(7.0, cell - 1));
     const bool row_labels = !map.row_labels.empty(), column_labels = !map.column_labels.empty();
     // Margins: the title, then the column groups' names (written upwards) and the column labels
-    // above the grid; the row groups' names and the row labels left of it.
+    // above the grid; the row groups' names and the row labels left of it, as wide as the
+    // longest row label (a character is about 0.62 of the font size wide, a CJK one 1).
     const double band_room = 78, label_room = cell + 6;
+    double row_label_room = label_room;
+    for (const std::string& label : map.row_labels) {
+        double width = 0;
+        for (const char32_t c : decode_utf8(label, "row label")) width += c < 0x2E80 ? 0.62 : 1.0;
+        row_label_room = std::max(row_label_room, width * label_font + 2);
+    }
     const double title_room = map.subtitle.empty() ? 24 : 38;
     const double top = title_room + (map.column_bands.empty() ? 0 : band_room) + (column_labels ? label_room : 4);
-    const double left = (map.row_bands.empty() ? 0 : band_room) + (row_labels ? label_room : 0) + 4;
+    const double left = (map.row_bands.empty() ? 0 : band_room) + (row_labels ? row_label_room : 0) + 4;
     const double grid_width = cell * static_cast<double>(map.columns), grid_height = cell * static_cast<double>(map.rows);
 
     std::string svg = "<g font-family=\"" + std::string(kCjkFontStack) + "\" fill=\"#333\">\n";
@@ -90,7 +98,7 @@ SvgPanel signed_heatmap_panel(const SignedHeatmap& map) {
             svg += text(left + (j + 0.5) * cell, top - 4, map.column_labels[j]);
     if (row_labels)
         for (int64_t i = 0; i < map.rows; ++i)
-            svg += text(left - label_room / 2 - 2, top + (i + 0.5) * cell + label_font * 0.36, map.row_labels[i]);
+            svg += text(left - row_label_room / 2 - 2, top + (i + 0.5) * cell + label_font * 0.36, map.row_labels[i]);
     svg += "\n</g>\n";
 
     // The cells: one pixel each in a PNG embedded in the SVG, stretched to `cell` px a pixel
@@ -128,7 +136,7 @@ SvgPanel signed_heatmap_panel(const SignedHeatmap& map) {
             svg += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + grid_width) + "\" y1=\"" + num(top + start * cell) +
                    "\" y2=\"" + num(top + start * cell) + "\" stroke=\"#222\"/>";
         if (count > 0)
-            svg += text(left - (row_labels ? label_room : 0) - 4, top + (start + count / 2.0) * cell + 3.5, name,
+            svg += text(left - (row_labels ? row_label_room : 0) - 4, top + (start + count / 2.0) * cell + 3.5, name,
                         "text-anchor=\"end\"");
         start += count;
     }
