@@ -29,7 +29,7 @@ static std::string number(double value, const char* format = "%.4g") {
 }
 
 std::string line_chart_svg(const std::string& title, const std::string& x_label, const std::string& y_label,
-                           const std::vector<Series>& series) {
+                           const std::vector<Series>& series, std::optional<std::pair<double, double>> y_range) {
     const double width = 640, height = 400, left = 64, right = 16, top = 36, bottom = 48;
     double x_min = std::numeric_limits<double>::infinity(), x_max = -x_min, y_min = x_min, y_max = -x_min;
     for (const Series& s : series)
@@ -41,8 +41,12 @@ std::string line_chart_svg(const std::string& title, const std::string& x_label,
     if (!std::isfinite(x_min)) x_min = 0, x_max = 1, y_min = 0, y_max = 1;
     if (x_max == x_min) x_max = x_min + 1;
     if (y_max == y_min) y_max = y_min + 1;
-    const double pad = 0.05 * (y_max - y_min);
-    y_min -= pad, y_max += pad;
+    if (y_range && y_range->second > y_range->first) {
+        y_min = y_range->first, y_max = y_range->second;
+    } else {
+        const double pad = 0.05 * (y_max - y_min);
+        y_min -= pad, y_max += pad;
+    }
     auto px = [&](double x) { return left + (x - x_min) / (x_max - x_min) * (width - left - right); };
     auto py = [&](double y) { return top + (y_max - y) / (y_max - y_min) * (height - top - bottom); };
 
@@ -73,8 +77,9 @@ std::string line_chart_svg(const std::string& title, const std::string& x_label,
         std::string path;
         for (auto [x, y] : s.points)
             if (std::isfinite(y)) path += (path.empty() ? "" : " ") + number(px(x), "%.1f") + "," + number(py(y), "%.1f");
-        svg += "<polyline fill=\"none\" stroke=\"" + xml_escape(s.colour) + "\" stroke-width=\"1.5\" points=\"" + path +
-               "\"/>\n";
+        const std::string dash = s.dashed ? " stroke-dasharray=\"6 4\"" : "";
+        svg += "<polyline fill=\"none\" stroke=\"" + xml_escape(s.colour) + "\" stroke-width=\"1.5\"" + dash +
+               " points=\"" + path + "\"/>\n";
         if (s.points.size() < 40)
             for (auto [x, y] : s.points)
                 if (std::isfinite(y))
@@ -83,7 +88,7 @@ std::string line_chart_svg(const std::string& title, const std::string& x_label,
                            " at " + number(x, "%.0f") + ": " + number(y) + "</title></circle>\n";
         svg += "<line x1=\"" + number(width - right - 120) + "\" x2=\"" + number(width - right - 100) + "\" y1=\"" +
                number(legend_y - 4) + "\" y2=\"" + number(legend_y - 4) + "\" stroke=\"" + xml_escape(s.colour) +
-               "\" stroke-width=\"2\"/>\n";
+               "\" stroke-width=\"2\"" + (s.dashed ? " stroke-dasharray=\"4 2\"" : "") + "/>\n";
         svg += "<text x=\"" + number(width - right - 94) + "\" y=\"" + number(legend_y) + "\">" + xml_escape(s.label) +
                "</text>\n";
         legend_y += 16;

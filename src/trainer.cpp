@@ -19,6 +19,7 @@
 #include "tinyformer/optim.hpp"
 #include "tinyformer/plot.hpp"
 #include "tinyformer/run_lock.hpp"
+#include "tinyformer/training_roles.hpp"
 
 namespace fs = std::filesystem;
 
@@ -256,6 +257,8 @@ nlohmann::json train(const TrainOptions& options) {
     if (options.resume) step = load_train_state(state_path, model, adam, batch_draws);
     MetricsLog metrics{(fs::path(dir) / "metrics.jsonl").string(), {}};
     if (options.resume) metrics.load_until(step);
+    // How the roles form: measured at every evaluation on these probes (none without probes).
+    const std::vector<Probe> role_subset = role_probes(corpus.probes);
 
     const int64_t total = config.train.steps, B = config.train.batch_size, T = config.model.context;
     spdlog::info("{} {}: {} parameters, vocabulary {}, {} training / {} validation characters, backend {}",
@@ -321,6 +324,7 @@ nlohmann::json train(const TrainOptions& options) {
             if (evaluate_now) {
                 TextScore val = score_text(model, corpus.val, step == total ? 0 : config.train.eval_windows);
                 row["val_loss"] = val.loss;
+                if (!role_subset.empty()) row["roles"] = training_roles(model, corpus.vocab, role_subset);
                 char buffer[32];
                 std::snprintf(buffer, sizeof buffer, " | val %.4f", val.loss);
                 val_text = buffer;

@@ -25,6 +25,7 @@ struct ReportContext {
     std::string text_name;      // the validation text the role scores and losses use
     std::string probes_name;    // the probes file
     std::string loss_svg;       // the run's loss curve (its loss.svg), or empty
+    std::vector<nlohmann::json> metrics;  // the run's metrics.jsonl rows (roles over training), or none
     std::vector<std::string> notes;  // warnings worth repeating in the report
 };
 

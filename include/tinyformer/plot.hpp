@@ -1,6 +1,7 @@
 // A minimal SVG line chart (the run's loss curves): no dependencies, a self-contained file.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,10 +12,13 @@ struct Series {
     std::string label;
     std::string colour;                          // CSS colour
     std::vector<std::pair<double, double>> points;  // (x, y)
+    bool dashed = false;                         // a dashed line (a reference among solid ones)
 };
 
+// The y axis spans the data, padded by 5 %, or exactly `y_range` (low, high) when given.
 std::string line_chart_svg(const std::string& title, const std::string& x_label, const std::string& y_label,
-                           const std::vector<Series>& series);
+                           const std::vector<Series>& series,
+                           std::optional<std::pair<double, double>> y_range = std::nullopt);
 
 std::string xml_escape(const std::string& text);
 

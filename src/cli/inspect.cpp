@@ -24,6 +24,7 @@
 #include "tinyformer/npy.hpp"
 #include "tinyformer/patching.hpp"
 #include "tinyformer/patching_report.hpp"
+#include "tinyformer/training_roles.hpp"
 
 namespace fs = std::filesystem;
 
@@ -149,6 +150,7 @@ Runner add_inspect(CLI::App& app) {
             const std::string svg = read_file(loss_svg.string());
             if (size_t start = svg.find("<svg"); start != std::string::npos) report.loss_svg = svg.substr(start);
         }
+        report.metrics = read_metrics_rows((fs::path(loaded.run_dir) / "metrics.jsonl").string());  // roles over training
         const int64_t T = maps.length();
         write_file_atomic((out / "attention.json").string(), attention_json(maps, report.maps_source).dump() + "\n");
         write_file_atomic((out / "attention.npy").string(), npy_bytes(maps.weights, {maps.layers, maps.heads, T, T}));

@@ -9,6 +9,7 @@
 #include "tinyformer/inspect_report.hpp"
 #include "tinyformer/plot.hpp"
 #include "tinyformer/text.hpp"
+#include "tinyformer/training_roles.hpp"
 
 namespace tinyformer {
 
@@ -170,6 +171,7 @@ std::string report_html(const AttentionMaps& maps, const InspectResult& result, 
 
     // 7. Training curve, when the checkpoint sits in a run directory.
     if (!context.loss_svg.empty()) html += "<h2>Training</h2>\n" + context.loss_svg + "\n";
+    html += roles_over_training_html(context.metrics);  // 8. How the roles formed, when the run recorded them
 
     html += "<h2>What the numbers mean</h2>\n<dl>\n";
     for (const auto& [name, sentence] : measure_definitions())
