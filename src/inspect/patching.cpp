@@ -151,8 +151,9 @@ Patching activation_patching(const Transformer& transformer, const Vocabulary& v
         for (size_t j = 0; j < sum.paths.size(); ++j) sum.paths[j] += one.paths[j];
     }
 
-    for (auto& [name, kind] : result.kinds) {
-        const TwinDifferences& sum = sums[name];
+    for (auto& entry : result.kinds) {  // (not a structured binding: clang 14 cannot capture one)
+        KindPatching& kind = entry.second;
+        const TwinDifferences& sum = sums[entry.first];
         const double n = static_cast<double>(kind.twins);
         kind.clean = sum.clean / n;
         kind.corrupted = sum.corrupted / n;

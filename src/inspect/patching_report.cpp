@@ -69,7 +69,9 @@ std::string edge_name(const Edge& e) {
 std::vector<std::string> patching_findings(const Patching& patching, const InspectResult& inspected,
                                            const Circuits& circuits, int64_t n_heads) {
     std::vector<std::string> findings;
-    for (const auto& [name, kind] : patching.kinds) {
+    for (const auto& entry : patching.kinds) {  // (not a structured binding: clang 14 cannot capture one)
+        const std::string& name = entry.first;
+        const KindPatching& kind = entry.second;
         if (kind.twins == 0) continue;
         std::string text = name + " (" + std::to_string(kind.twins) + " twins; logit difference " +
                            fixed(kind.clean) + " clean, " + fixed(kind.corrupted) + " corrupted): ";
