@@ -308,6 +308,16 @@ def run_inspect(tinyformer, checkpoint, vocab, out, probes=None):
     return os.path.join(out, "circuits.json")
 
 
+def largest_difference(title, rows, tolerance):
+    """Prints the row where tinyformer and torch differ most; True if that is within tolerance."""
+    what, ours, theirs = max(rows, key=lambda r: abs(r[1] - r[2]))
+    worst = abs(ours - theirs)
+    ok = worst <= tolerance
+    print(f"{title:<22}{len(rows):>8}  {worst:>30.2e}  {what}: {ours:.9f} vs {theirs:.9f}"
+          f"{'' if ok else '  FAIL (> %g)' % tolerance}")
+    return ok
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoint", help="a run directory or its model.safetensors")
@@ -336,12 +346,7 @@ def main():
         if not rows:
             print(f"{title:<22}{0:>8}  {'–':>30}")
             continue
-        what, ours, theirs = max(rows, key=lambda r: abs(r[1] - r[2]))
-        worst = abs(ours - theirs)
-        ok = worst <= TOLERANCE
-        failed |= not ok
-        print(f"{title:<22}{len(rows):>8}  {worst:>30.2e}  {what}: {ours:.9f} vs {theirs:.9f}"
-              f"{'' if ok else '  FAIL (> %g)' % TOLERANCE}")
+        failed |= not largest_difference(title, rows, TOLERANCE)
 
     if a.probes:
         rows = patching_checks(model, vocab, circuits, a.probes)
@@ -349,12 +354,7 @@ def main():
             print(f"{'patching fractions':<22}{0:>8}  circuits.json has no patching (inspect ran without probes)  FAIL")
             failed = True
         else:
-            what, ours, theirs = max(rows, key=lambda r: abs(r[1] - r[2]))
-            worst = abs(ours - theirs)
-            ok = worst <= FRACTION_TOLERANCE
-            failed |= not ok
-            print(f"{'patching fractions':<22}{len(rows):>8}  {worst:>30.2e}  {what}: {ours:.9f} vs {theirs:.9f}"
-                  f"{'' if ok else '  FAIL (> %g)' % FRACTION_TOLERANCE}")
+            failed |= not largest_difference("patching fractions", rows, FRACTION_TOLERANCE)
             for what, ours, theirs in rows:
                 if "answer position" not in what:
                     print(f"  {what:<34} tinyformer {ours:.6f}  torch {theirs:.6f}")

@@ -1,6 +1,7 @@
 // Checkpoints: the safetensors layout byte for byte, a model's round trip, every kind of
 // malformed file refused with a one-line message naming it, and the atomic write.
 #include "catch.hpp"
+#include "test_helpers.hpp"
 #include <unistd.h>
 
 #include <cmath>
@@ -23,26 +24,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory of its own, removed with everything in it at the end of the test.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int count = 0;
-        path = fs::temp_directory_path() /
-               ("tinyformer_test_checkpoint_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-    std::set<std::string> entries() const {
-        std::set<std::string> names;
-        for (const auto& entry : fs::directory_iterator(path)) names.insert(entry.path().filename().string());
-        return names;
-    }
+struct TempDir : testing::TempDir {
+    TempDir() : testing::TempDir("tinyformer_test_checkpoint") {}
 };
 
 void write_bytes(const std::string& path, const std::string& bytes) {

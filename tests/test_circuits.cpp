@@ -3,6 +3,7 @@
 // score 1 and the identity pairs on top; the vocabulary groups follow the probes; and
 // circuits.json defines every number it holds.
 #include "catch.hpp"
+#include "test_helpers.hpp"
 #include <unistd.h>
 
 #include <cmath>
@@ -21,19 +22,13 @@
 #include "tinyformer/rng.hpp"
 
 using namespace tinyformer;
+using tinyformer::testing::set_parameter;
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::u32string kVocabText = U"小丁拿着红色的苹果。谁拿？阿芳蓝";
 
-// Sets every element of a parameter [rows, columns] (or [n], then column is 0) to value(row, column).
-void set_parameter(Transformer& model, const std::string& name, const std::function<double(int64_t, int64_t)>& value) {
-    Tensor p = model.parameters().get(name);
-    const int64_t rows = p.dim(0), columns = p.rank() == 2 ? p.dim(1) : 1;
-    for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < columns; ++j) p.data<float>()[i * columns + j] = static_cast<float>(value(i, j));
-}
 
 // A small random model whose layer-norm weights are far from 1, so that folding them matters.
 Transformer random_model(int64_t n_layers) {

@@ -2,6 +2,7 @@
 // one test per kind of mistake (each message must name the file, the position, the dotted
 // key and, for an unknown key, the nearest valid one), and the TOML and JSON round trips.
 #include "catch.hpp"
+#include "test_helpers.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -19,25 +20,8 @@ namespace {
 
 const fs::path kSourceDir = TINYFORMER_SOURCE_DIR;
 
-// A fresh directory under the system's temporary directory, removed afterwards.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::random_device random;
-        path = fs::temp_directory_path() / ("tinyformer-config-" + std::to_string(random()) + std::to_string(random()));
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    // Writes `text` to <dir>/<name> and returns the file's path.
-    std::string write(const std::string& name, const std::string& text) const {
-        const fs::path file = path / name;
-        fs::create_directories(file.parent_path());
-        std::ofstream(file) << text;
-        return file.string();
-    }
+struct TempDir : testing::TempDir {
+    TempDir() : testing::TempDir("tinyformer_test_config") {}
 };
 
 // Runs in `dir` until destroyed (path resolution depends on the working directory).

@@ -3,6 +3,7 @@
 // itself recovers exactly 1 and patching nothing exactly 0; a head planted to carry the answer
 // is the one patching finds; and path patching's input patches recompute the receiver's ln1.
 #include "catch.hpp"
+#include "test_helpers.hpp"
 
 #include <cmath>
 #include <functional>
@@ -14,17 +15,12 @@
 #include "tinyformer/rng.hpp"
 
 using namespace tinyformer;
+using tinyformer::testing::set_parameter;
 
 namespace {
 
 const std::u32string kVocabText = U"小丁拿着红色的苹果。谁拿？阿芳蓝美";
 
-void set_parameter(Transformer& model, const std::string& name, const std::function<double(int64_t, int64_t)>& value) {
-    Tensor p = model.parameters().get(name);
-    const int64_t rows = p.dim(0), columns = p.rank() == 2 ? p.dim(1) : 1;
-    for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < columns; ++j) p.data<float>()[i * columns + j] = static_cast<float>(value(i, j));
-}
 
 // A small random model with layer norms away from (1, 0), so that every term of the formula counts.
 Transformer random_model(int64_t n_layers, const std::string& positions = "rope") {

@@ -3,6 +3,7 @@
 // every evaluation only when the run has probes and trains exactly the same either way, and
 // the report draws them.
 #include "catch.hpp"
+#include "test_helpers.hpp"
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -28,20 +29,8 @@ namespace {
 
 const std::string kSource = TINYFORMER_SOURCE_DIR;
 
-// A fresh directory of its own, removed with everything in it at the end of the test.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int count = 0;
-        path = fs::temp_directory_path() /
-               ("tinyformer_test_training_roles_" + std::to_string(::getpid()) + "_" + std::to_string(count++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
+struct TempDir : testing::TempDir {
+    TempDir() : testing::TempDir("tinyformer_test_training_roles") {}
 };
 
 // Training logs at info level; the tests keep their output to failures.

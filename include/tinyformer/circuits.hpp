@@ -40,6 +40,11 @@ namespace tinyformer {
 
 // ---- one head's matrices ----
 
+// A parameter in float64: a 2-D one [rows, columns] (row-major, as the checkpoint holds it) as
+// a matrix, a 1-D one [n] (a layer norm's weight) as a vector.
+Eigen::MatrixXd parameter_matrix(const Transformer& model, const std::string& name);
+Eigen::VectorXd parameter_vector(const Transformer& model, const std::string& name);
+
 struct HeadWeights {
     int64_t layer = 0, head = 0;
     Eigen::MatrixXd W_Q, W_K, W_V;  // [D,d], ln1's weight folded in

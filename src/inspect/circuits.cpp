@@ -10,33 +10,27 @@
 
 namespace tinyformer {
 
-namespace {
-
 using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// A 2-D parameter [rows, columns] (row-major, as the checkpoint holds it) as a float64 matrix.
-Eigen::MatrixXd matrix_parameter(const Transformer& model, const std::string& name) {
+Eigen::MatrixXd parameter_matrix(const Transformer& model, const std::string& name) {
     const Tensor& tensor = model.parameters().get(name);
     const std::vector<double> values = tensor.to_vector();
     return Eigen::Map<const RowMajor>(values.data(), tensor.dim(0), tensor.dim(1));
 }
 
-// A 1-D parameter [n] (a layer norm's weight) as a float64 vector.
-Eigen::VectorXd vector_parameter(const Transformer& model, const std::string& name) {
+Eigen::VectorXd parameter_vector(const Transformer& model, const std::string& name) {
     const std::vector<double> values = model.parameters().get(name).to_vector();
     return Eigen::Map<const Eigen::VectorXd>(values.data(), static_cast<Eigen::Index>(values.size()));
 }
 
-}  // namespace
-
 HeadWeights head_weights(const Transformer& model, int64_t layer, int64_t head) {
     const int64_t d = model.config().head_width();
     const std::string block = "blocks." + std::to_string(layer) + ".";
-    const Eigen::VectorXd ln1_weight = vector_parameter(model, block + "ln1.weight");          // [D]
-    const Eigen::MatrixXd q_proj = matrix_parameter(model, block + "attn.q_proj.weight");      // [D,D] = [out,in]
-    const Eigen::MatrixXd k_proj = matrix_parameter(model, block + "attn.k_proj.weight");      // [D,D]
-    const Eigen::MatrixXd v_proj = matrix_parameter(model, block + "attn.v_proj.weight");      // [D,D]
-    const Eigen::MatrixXd out_proj = matrix_parameter(model, block + "attn.out_proj.weight");  // [D,D]
+    const Eigen::VectorXd ln1_weight = parameter_vector(model, block + "ln1.weight");          // [D]
+    const Eigen::MatrixXd q_proj = parameter_matrix(model, block + "attn.q_proj.weight");      // [D,D] = [out,in]
+    const Eigen::MatrixXd k_proj = parameter_matrix(model, block + "attn.k_proj.weight");      // [D,D]
+    const Eigen::MatrixXd v_proj = parameter_matrix(model, block + "attn.v_proj.weight");      // [D,D]
+    const Eigen::MatrixXd out_proj = parameter_matrix(model, block + "attn.out_proj.weight");  // [D,D]
 
     HeadWeights w;
     w.layer = layer;
@@ -52,12 +46,12 @@ HeadWeights head_weights(const Transformer& model, int64_t layer, int64_t head) 
 }
 
 Eigen::MatrixXd embedding_matrix(const Transformer& model) {
-    return matrix_parameter(model, "tok_emb.weight");  // [V,D]
+    return parameter_matrix(model, "tok_emb.weight");  // [V,D]
 }
 
 Eigen::MatrixXd unembedding_matrix(const Transformer& model) {
-    const Eigen::VectorXd ln_f_weight = vector_parameter(model, "ln_f.weight");  // [D]
-    const Eigen::MatrixXd lm_head = matrix_parameter(model, "lm_head.weight");   // [V,D]
+    const Eigen::VectorXd ln_f_weight = parameter_vector(model, "ln_f.weight");  // [D]
+    const Eigen::MatrixXd lm_head = parameter_matrix(model, "lm_head.weight");   // [V,D]
     return ln_f_weight.asDiagonal() * lm_head.transpose();                      // [D,V]
 }
 

@@ -4,25 +4,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tinyformer/circuits.hpp"
 #include "tinyformer/ops.hpp"
 #include "tinyformer/patching.hpp"
 
 namespace tinyformer {
 
 namespace {
-
-using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-Eigen::MatrixXd matrix_of(const Transformer& model, const std::string& name) {
-    const Tensor& tensor = model.parameters().get(name);
-    const std::vector<double> values = tensor.to_vector();
-    return Eigen::Map<const RowMajor>(values.data(), tensor.dim(0), tensor.dim(1));
-}
-
-Eigen::VectorXd vector_of(const Transformer& model, const std::string& name) {
-    const std::vector<double> values = model.parameters().get(name).to_vector();
-    return Eigen::Map<const Eigen::VectorXd>(values.data(), static_cast<Eigen::Index>(values.size()));
-}
 
 // Each row normalised to mean 0 and (biased) variance 1, then scaled and shifted.   [T,D]
 Eigen::MatrixXd layer_norm(const Eigen::MatrixXd& x, const Eigen::VectorXd& weight, const Eigen::VectorXd& bias) {
@@ -71,28 +59,28 @@ Eigen::MatrixXd attend(const Eigen::MatrixXd& q, const Eigen::MatrixXd& k, const
 DenseModel dense_model(const Transformer& model) {
     DenseModel dense;
     dense.config = model.config();
-    dense.tok_emb = matrix_of(model, "tok_emb.weight");
-    if (dense.config.positions != "rope") dense.pos_emb = matrix_of(model, "pos_emb.weight");
+    dense.tok_emb = parameter_matrix(model, "tok_emb.weight");
+    if (dense.config.positions != "rope") dense.pos_emb = parameter_matrix(model, "pos_emb.weight");
     for (int64_t i = 0; i < dense.config.n_layers; ++i) {
         const std::string block = "blocks." + std::to_string(i) + ".";
         DenseLayer layer;
-        layer.ln1_weight = vector_of(model, block + "ln1.weight");
-        layer.ln1_bias = vector_of(model, block + "ln1.bias");
-        layer.q_proj = matrix_of(model, block + "attn.q_proj.weight");
-        layer.k_proj = matrix_of(model, block + "attn.k_proj.weight");
-        layer.v_proj = matrix_of(model, block + "attn.v_proj.weight");
-        layer.out_proj = matrix_of(model, block + "attn.out_proj.weight");
-        layer.ln2_weight = vector_of(model, block + "ln2.weight");
-        layer.ln2_bias = vector_of(model, block + "ln2.bias");
-        layer.fc1_weight = matrix_of(model, block + "mlp.fc1.weight");
-        layer.fc1_bias = vector_of(model, block + "mlp.fc1.bias");
-        layer.fc2_weight = matrix_of(model, block + "mlp.fc2.weight");
-        layer.fc2_bias = vector_of(model, block + "mlp.fc2.bias");
+        layer.ln1_weight = parameter_vector(model, block + "ln1.weight");
+        layer.ln1_bias = parameter_vector(model, block + "ln1.bias");
+        layer.q_proj = parameter_matrix(model, block + "attn.q_proj.weight");
+        layer.k_proj = parameter_matrix(model, block + "attn.k_proj.weight");
+        layer.v_proj = parameter_matrix(model, block + "attn.v_proj.weight");
+        layer.out_proj = parameter_matrix(model, block + "attn.out_proj.weight");
+        layer.ln2_weight = parameter_vector(model, block + "ln2.weight");
+        layer.ln2_bias = parameter_vector(model, block + "ln2.bias");
+        layer.fc1_weight = parameter_matrix(model, block + "mlp.fc1.weight");
+        layer.fc1_bias = parameter_vector(model, block + "mlp.fc1.bias");
+        layer.fc2_weight = parameter_matrix(model, block + "mlp.fc2.weight");
+        layer.fc2_bias = parameter_vector(model, block + "mlp.fc2.bias");
         dense.layers.push_back(std::move(layer));
     }
-    dense.ln_f_weight = vector_of(model, "ln_f.weight");
-    dense.ln_f_bias = vector_of(model, "ln_f.bias");
-    dense.lm_head = matrix_of(model, "lm_head.weight");
+    dense.ln_f_weight = parameter_vector(model, "ln_f.weight");
+    dense.ln_f_bias = parameter_vector(model, "ln_f.bias");
+    dense.lm_head = parameter_matrix(model, "lm_head.weight");
     if (dense.config.positions == "rope") {
         const int64_t d = dense.config.head_width();
         dense.rope_cos.resize(dense.config.context, d / 2);
