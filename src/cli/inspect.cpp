@@ -42,13 +42,14 @@ Runner add_inspect(CLI::App& app) {
     auto* text = cmd->add_option("--text", args->text,
                                  "the text whose attention maps to draw (its first `context` characters)");
     auto* probes = cmd->add_option("--probes", args->probes,
-                                   "prompt<TAB>answer file: the answer-source and ablation probes (default: the "
-                                   "config's); without --text the maps show its first probe");
+                                   "prompt<TAB>answer file: the answer-source, ablation and patching probes (default: "
+                                   "the config's); without --text the maps show its first probe");
     cmd->add_option("--out", args->out, "output directory (default: <run dir>/inspect)");
     cmd->add_option("--view", args->view, "also print the maps: terminal")->check(CLI::IsMember({"terminal"}));
     cmd->footer("Role scores and ablation losses use the validation text of the checkpoint's config; probe "
                 "statistics use every probe. Writes attention.json, attention.npy ([L,H,T,T] float32), "
-                "L{l}H{h}.svg, heads.json, circuits.json (weight-only circuits and composition scores), "
+                "L{l}H{h}.svg, heads.json, circuits.json (weight-only circuits, composition scores and, with probes, "
+                "activation and path patching), "
                 "L{l}H{h}_weights.svg, L{l}H{h}_ov.svg, L{l}H{h}_qk.svg and report.html.");
     add_engine_options(cmd, *engine);
     return [cmd, args, engine, text, probes]() -> int {
