@@ -85,10 +85,11 @@ Decoder::Decoder(const Transformer& model) : config_(model.config()), rope_(mode
                                 transposed(model, b + "attn.q_proj.weight"), transposed(model, b + "attn.k_proj.weight"),
                                 transposed(model, b + "attn.v_proj.weight"), transposed(model, b + "attn.out_proj.weight"),
                                 transposed(model, b + "mlp.fc1.weight"), transposed(model, b + "mlp.fc2.weight"),
-                                std::vector<float>(H * d * padded(T)), std::vector<float>(H * T * padded(d))});
+                                std::vector<float>(H * d * padded(T)), std::vector<float>(H * T * padded(d)),
+                                std::vector<float>(H * T), std::vector<float>(H * d), std::vector<bool>(H, false)});
     }
     x_.resize(D), h_.resize(D), q_.resize(D), k_.resize(D), v_.resize(D), heads_.resize(D), attn_out_.resize(D);
-    hidden_.resize(4 * D), scores_.resize(T), logits_.resize(config_.vocab_size);
+    hidden_.resize(4 * D), logits_.resize(config_.vocab_size);
     for (int64_t j = 0; j < d / 2; ++j) inverse_frequency_.push_back(std::pow(10000.0, -2.0 * j / d));
     rope_cos_.resize(d / 2), rope_sin_.resize(d / 2);
 }
@@ -118,7 +119,6 @@ void Decoder::attention(Layer& layer, const float* h, float* out) {
     // new position simply takes the oldest one's slot.
     const int64_t slot = position_ % T, cached = length_ + 1;  // slots to read, this one included
     const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    float* scores = scores_.data();  // [cached]
     for (int64_t head = 0; head < H; ++head) {
         float* q = q_.data() + head * d;
         float* k = k_.data() + head * d;
@@ -132,6 +132,7 @@ void Decoder::attention(Layer& layer, const float* h, float* out) {
         std::copy_n(v_.data() + head * d, d, values + slot * padded(d));
 
         // scores[p] = q · key_p / sqrt(d) for every cached slot: a product with the keys' matrix.
+        float* scores = layer.weights.data() + head * T;  // [cached], softmaxed in place
         linear(keys_t, padded(T), nullptr, q, d, cached, scores);
         const float max_score = *std::max_element(scores, scores + cached);
         float sum = 0.0f;
@@ -139,8 +140,29 @@ void Decoder::attention(Layer& layer, const float* h, float* out) {
         for (int64_t p = 0; p < cached; ++p) scores[p] /= sum;  // the attention weights
         // The head's output: the values weighted by them, a product with the values' matrix.
         linear(values, padded(d), nullptr, scores, cached, d, heads_.data() + head * d);
+        if (layer.ablated[head])  // ablation: the head's output replaced, its weights kept
+            std::copy_n(layer.ablated_output.data() + head * d, d, heads_.data() + head * d);
     }
     linear(layer.out_proj_t.data(), padded(D), nullptr, heads_.data(), D, D, out);
+}
+
+const float* Decoder::attention_weights(int64_t layer, int64_t head) const {
+    if (layer < 0 || layer >= config_.n_layers || head < 0 || head >= config_.n_heads)
+        throw std::out_of_range("decoder: no layer " + std::to_string(layer) + " head " + std::to_string(head));
+    return layers_[layer].weights.data() + head * config_.context;
+}
+
+void Decoder::ablate(int64_t layer, int64_t head, const std::vector<float>& replacement) {
+    const int64_t d = config_.head_width();
+    attention_weights(layer, head);  // checks the indices
+    if (!replacement.empty() && static_cast<int64_t>(replacement.size()) != d)
+        throw std::invalid_argument("decoder: an ablated head's replacement has " + std::to_string(replacement.size()) +
+                                    " values, expected d = " + std::to_string(d));
+    Layer& block = layers_[layer];
+    block.ablated[head] = true;
+    float* output = block.ablated_output.data() + head * d;
+    if (replacement.empty()) std::fill_n(output, d, 0.0f);
+    else std::copy(replacement.begin(), replacement.end(), output);
 }
 
 const std::vector<float>& Decoder::step(int32_t id) {

@@ -136,12 +136,15 @@ std::vector<int32_t> Vocabulary::encode(std::u32string_view text, const std::str
     std::vector<int32_t> ids(text.size());
     for (size_t i = 0; i < text.size(); ++i) {
         auto it = ids_.find(text[i]);
-        if (it == ids_.end())
-            throw InputError(source + ": character " + describe_char(text[i]) + " at character " + std::to_string(i) +
-                             " is not in the model's " + std::to_string(size()) + "-character vocabulary");
+        if (it == ids_.end()) throw InputError(unknown_char_message(source, text[i], i));
         ids[i] = it->second;
     }
     return ids;
+}
+
+std::string Vocabulary::unknown_char_message(const std::string& source, char32_t c, size_t position) const {
+    return source + ": character " + describe_char(c) + " at character " + std::to_string(position) +
+           " is not in the model's " + std::to_string(size()) + "-character vocabulary";
 }
 
 std::u32string Vocabulary::decode(const std::vector<int32_t>& ids) const {

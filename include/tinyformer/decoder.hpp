@@ -30,6 +30,16 @@ public:
     int64_t length() const { return length_; }            // positions cached
     int64_t next_position() const { return position_; }   // absolute position of the next character
 
+    // What the last step() read: layer `layer`, head `head`'s attention weights over the
+    // cached slots [length()] (position p sits in slot p mod context).
+    const float* attention_weights(int64_t layer, int64_t head) const;
+
+    // Head ablation, as inspect's (ForwardHooks): from the next step() on, head `head` of
+    // layer `layer` outputs `replacement` [d] instead of its weights·v — zeros if it is
+    // empty ("zero ablation"), or the head's mean output ("mean ablation"). Its attention
+    // weights are still computed and kept.
+    void ablate(int64_t layer, int64_t head, const std::vector<float>& replacement = {});
+
 private:
     // The weights of one block. Matrices are copies, transposed to [in, out] (see linear()
     // in decoder.cpp); vectors point into the model.
@@ -39,6 +49,9 @@ private:
         // The cache, a ring: position p sits in slot p mod context.
         std::vector<float> keys_t;  // [H, d, context]: keys transposed (and scaled by 1/sqrt(d)), rows padded
         std::vector<float> values;  // [H, context, d], rows padded
+        std::vector<float> weights;  // [H, context]: the last position's attention weights
+        std::vector<float> ablated_output;  // [H, d]: an ablated head's replacement output
+        std::vector<bool> ablated;          // [H]
     };
     void attention(Layer& layer, const float* h, float* out);  // h [D] → out [D]
     void rotate(float* u) const;                               // rope on one head's [d], at position_
@@ -52,7 +65,7 @@ private:
     std::vector<float> rope_cos_, rope_sin_;  // [d/2]: the current position's angles
     int64_t length_ = 0, position_ = 0;
     // Scratch for one position.
-    std::vector<float> x_, h_, q_, k_, v_, heads_, attn_out_, hidden_, scores_, logits_;
+    std::vector<float> x_, h_, q_, k_, v_, heads_, attn_out_, hidden_, logits_;
 };
 
 }  // namespace tinyformer

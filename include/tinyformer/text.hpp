@@ -41,6 +41,9 @@ public:
 
     // `source` names the text in errors ("prompt", "corpus/val.txt").
     std::vector<int32_t> encode(std::u32string_view text, const std::string& source) const;
+    // What encode says of character `c` at index `position` of `source` when it is not in
+    // the vocabulary (the explorer underlines every such character with it).
+    std::string unknown_char_message(const std::string& source, char32_t c, size_t position) const;
     std::u32string decode(const std::vector<int32_t>& ids) const;
 
 private:

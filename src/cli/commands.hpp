@@ -30,5 +30,6 @@ Runner add_eval(CLI::App& app);
 Runner add_grads(CLI::App& app);
 Runner add_inspect(CLI::App& app);
 Runner add_bench(CLI::App& app);
+Runner add_serve(CLI::App& app);
 
 }  // namespace tinyformer::cli
