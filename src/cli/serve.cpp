@@ -36,7 +36,10 @@ namespace {
 
 void send(httplib::Response& res, const ApiReply& reply) {
     res.status = reply.status;
-    res.set_content(reply.body.dump(), "application/json; charset=utf-8");
+    // A reply may quote a request's bytes that are not UTF-8 (in a JSON parse error): those
+    // are replaced by U+FFFD, as JSON text must be UTF-8.
+    res.set_content(reply.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                    "application/json; charset=utf-8");
 }
 
 // The routes, each with the methods it answers; any other method gets 405 and an Allow header.
@@ -85,19 +88,23 @@ Runner add_serve(CLI::App& app) {
                 "Ctrl-C stops the server.");
     return [cmd, args]() -> int {
         if (!cmd->parsed()) return -1;
-        // The start-up work (the heads' mean outputs for mean ablation) runs on the fast backend.
-        set_backend(make_onednn_backend());
-        set_num_threads(0);
-        const ExplorerApi api(args->checkpoint);
-        for (const std::string& note : api.notes()) spdlog::info("{}", note);
-
-        // SIGINT and SIGTERM are blocked in every thread (the workers inherit the mask) and
-        // taken by one thread with sigwait, which stops the server: no work in a signal handler.
+        // SIGINT and SIGTERM are blocked in every thread and taken by one thread with sigwait,
+        // which stops the server: no work in a signal handler. Blocked first, before any thread
+        // starts (OpenMP's, the server's), as threads inherit the mask. A shell starts a
+        // background job with SIGINT ignored; the server is stopped by it all the same.
+        std::signal(SIGINT, SIG_DFL);
+        std::signal(SIGTERM, SIG_DFL);
         sigset_t stop_signals;
         sigemptyset(&stop_signals);
         sigaddset(&stop_signals, SIGINT);
         sigaddset(&stop_signals, SIGTERM);
         pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+        // The start-up work (the heads' mean outputs for mean ablation) runs on the fast backend.
+        set_backend(make_onednn_backend());
+        set_num_threads(0);
+        const ExplorerApi api(args->checkpoint);
+        for (const std::string& note : api.notes()) spdlog::info("{}", note);
 
         httplib::Server server;
         const int workers = args->threads > 0 ? args->threads
@@ -105,6 +112,12 @@ Runner add_serve(CLI::App& app) {
         server.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
         server.set_payload_max_length(kMaxBodyBytes);
         server.set_keep_alive_timeout(2);  // an idle browser connection holds a worker for at most 2 s
+        // SO_REUSEADDR only: a restarted server may take its port back at once, but a second
+        // server may not share it (httplib's default, SO_REUSEPORT, would let it).
+        server.set_socket_options([](int sock) {
+            int yes = 1;
+            setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        });
         server.set_default_headers({{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
 
         server.Get("/", [](const httplib::Request&, httplib::Response& res) {

@@ -66,8 +66,10 @@ int64_t integer_field(const json& request, const std::string& name, int64_t low,
     const json& value = request[name];
     const std::string range = "expected an integer " + std::to_string(low) + ".." + std::to_string(high);
     if (!value.is_number_integer()) throw BadRequest{name + ": " + value.dump() + ", " + range};
-    if (value.is_number_unsigned() ? value.get<uint64_t>() > static_cast<uint64_t>(high)
-                                   : value.get<int64_t>() < low || value.get<int64_t>() > high)
+    const bool in_range = value.is_number_unsigned()
+                              ? value.get<uint64_t>() <= static_cast<uint64_t>(high) && value.get<int64_t>() >= low
+                              : value.get<int64_t>() >= low && value.get<int64_t>() <= high;
+    if (!in_range)
         throw BadRequest{name + ": " + value.dump() + ", " + range};
     return value.get<int64_t>();
 }
