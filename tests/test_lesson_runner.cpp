@@ -1,0 +1,186 @@
+// `tinyformer lesson`: every number it prints, held against the lesson's values and against
+// PyTorch 1.13 (the constants below come from running the lesson's Python with torch; they
+// live only here, never in the code that prints them).
+#include "catch.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tinyformer/lesson.hpp"
+
+using namespace tinyformer;
+
+namespace {
+
+void require_close(const std::vector<double>& got, const std::vector<double>& want, double tolerance) {
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        INFO("element " << i << ": " << got[i] << " against " << want[i]);
+        CHECK(std::abs(got[i] - want[i]) <= tolerance);
+    }
+}
+
+// The numbers on the line of `text` that starts (after spaces) with `label`.
+std::vector<double> numbers_on_line(const std::string& text, const std::string& label) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+        const size_t start = line.find_first_not_of(' ');
+        if (start == std::string::npos || line.compare(start, label.size(), label) != 0) continue;
+        std::istringstream rest(line.substr(start + label.size()));
+        std::vector<double> numbers;
+        for (double number; rest >> number;) numbers.push_back(number);
+        return numbers;
+    }
+    FAIL("no line starting with '" << label << "'");
+    return {};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// 1. Split and merge
+// ---------------------------------------------------------------------------------------
+
+TEST_CASE("lesson: split_heads of arange(12) holds 4 5 at head 0 position 1 and the forgotten transpose holds 2 3",
+          "[lesson_runner]") {
+    const SplitMerge sm = split_merge_example();
+    REQUIRE(sm.x.shape() == Shape{1, 3, 4});
+    REQUIRE(sm.split.shape() == Shape{1, 2, 3, 2});
+    REQUIRE(sm.wrong.shape() == Shape{1, 2, 3, 2});
+    CHECK(sm.split.to_vector() == std::vector<double>{0, 1, 4, 5, 8, 9, 2, 3, 6, 7, 10, 11});
+    CHECK(sm.wrong.to_vector() == std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+    CHECK(sm.split_head0_position1 == std::vector<double>{4, 5});
+    CHECK(sm.wrong_head0_position1 == std::vector<double>{2, 3});
+    CHECK(sm.merged_equals_x);
+    CHECK(sm.merged.to_vector() == sm.x.to_vector());
+    CHECK_FALSE(sm.wrong_merged_equals_x);
+    CHECK(sm.wrong_merged.to_vector() == std::vector<double>{0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11});
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. The seeded example: torch's weights bit for bit, then the weights at query 1
+// ---------------------------------------------------------------------------------------
+
+TEST_CASE("lesson: the init bound is the double PyTorch computes for nn.Linear(4 4)", "[lesson_runner]") {
+    // math.sqrt(3) * (math.sqrt(2 / (1 + math.sqrt(5) ** 2)) / math.sqrt(4)) in Python
+    CHECK(torch_linear_weight_bound(4) == 0x1.fffffffffffffp-2);  // 0.49999999999999994
+    CHECK(static_cast<float>(torch_linear_weight_bound(4)) == 0.5f);
+}
+
+TEST_CASE("lesson: manual_seed 42 then four nn.Linear(4 4) give PyTorch's weights bit for bit", "[lesson_runner]") {
+    // torch.manual_seed(42); q, k, v, o = (nn.Linear(4, 4, bias=False) for ...); w.flatten() as float.hex()
+    const std::vector<float> q = {
+        0x1.877198p-2f,  0x1.a8f6ccp-2f,  -0x1.dfca40p-4f, 0x1.d65438p-2f,  -0x1.c0b960p-4f, 0x1.9d4470p-4f,
+        -0x1.f28a20p-3f, 0x1.2cb050p-2f,  0x1.c35998p-2f,  -0x1.779e1cp-2f, 0x1.bd0748p-2f,  0x1.7f4d60p-4f,
+        0x1.7a4528p-2f,  0x1.155ca0p-4f,  0x1.edc2b8p-3f,  -0x1.2128c0p-4f};
+    const std::vector<float> k = {
+        0x1.8ab18cp-2f,  0x1.2eb670p-4f,  -0x1.de0b48p-3f, 0x1.050410p-3f,  -0x1.d7cb58p-3f, -0x1.e05980p-5f,
+        -0x1.9fe7f8p-3f, 0x1.53a55cp-2f,  -0x1.942854p-2f, -0x1.d81318p-3f, -0x1.2126d8p-3f, -0x1.33d9fcp-2f,
+        0x1.8297e0p-5f,  -0x1.f9b114p-2f, 0x1.ce6450p-2f,  -0x1.b2ed80p-2f};
+    const std::vector<float> v = {
+        0x1.8b472cp-2f,  0x1.54d390p-4f,  -0x1.4c7f58p-3f, 0x1.3c63f0p-2f,  0x1.3f2eb0p-4f,  0x1.9dad60p-2f,
+        0x1.bfc600p-5f,  -0x1.42f130p-3f, 0x1.1321d0p-3f,  -0x1.15b010p-3f, 0x1.aef548p-3f,  0x1.c91ffcp-2f,
+        0x1.27f76cp-2f,  -0x1.bfaa28p-3f, 0x1.278f3cp-2f,  0x1.6e70e0p-4f};
+    const std::vector<float> o = {
+        0x1.0402f4p-2f,  -0x1.38110cp-2f, -0x1.fad548p-2f, -0x1.8ba218p-3f, -0x1.88b738p-2f, 0x1.a41dacp-2f,
+        0x1.26f1b0p-3f,  0x1.a82798p-3f,  0x1.43d9f8p-3f,  -0x1.1d0400p-7f, 0x1.90b208p-2f,  -0x1.6bc870p-2f,
+        0x1.01e640p-5f,  -0x1.5d75e8p-2f, 0x1.3bc0a0p-3f,  -0x1.60a5c0p-3f};
+    const AttentionExample ex = attention_example();
+    const std::vector<std::pair<const Tensor*, const std::vector<float>*>> pairs = {
+        {&ex.q_proj, &q}, {&ex.k_proj, &k}, {&ex.v_proj, &v}, {&ex.out_proj, &o}};
+    for (const auto& pair : pairs) {
+        REQUIRE(pair.first->shape() == Shape{4, 4});
+        REQUIRE(pair.first->dtype() == DType::f32);
+        for (size_t i = 0; i < 16; ++i) {
+            INFO("element " << i);
+            CHECK(pair.first->data<float>()[i] == (*pair.second)[i]);  // bit-identical
+        }
+    }
+}
+
+TEST_CASE("lesson: the attention weights at query position 1 are the lesson's and PyTorch's", "[lesson_runner]") {
+    const AttentionExample ex = attention_example();
+    REQUIRE(ex.weights.shape() == Shape{1, 2, 3, 3});
+    // The lesson's numbers (6 decimals) ...
+    require_close(weights_at(ex.weights, 0, 1), {0.002978, 0.997022, 0}, 1e-6);
+    require_close(weights_at(ex.weights, 1, 1), {0.999998, 0.000002, 0}, 1e-6);
+    // ... and PyTorch's float32 forward, every weight and the output.
+    require_close(ex.weights.to_vector(),
+                  {1, 0, 0, 2.9783810023e-03, 9.9702161551e-01, 0, 1.1460133953e-09, 3.3852247725e-05,
+                   9.9996614456e-01, 1, 0, 0, 9.9999749660e-01, 2.4488035706e-06, 0, 1, 9.5215106632e-11, 0},
+                  1e-6);
+    require_close(ex.output.to_vector(),
+                  {-0.7634117603, 0.1174632311, 0.5209412575, 0.1503289044, -0.6002657413, -0.2045368105,
+                   0.8961756229, -0.2880115509, -0.4361424744, -0.5284535885, 1.2736372948, -0.7289565802},
+                  1e-6);
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. All heads at once = one head at a time
+// ---------------------------------------------------------------------------------------
+
+TEST_CASE("lesson: batched heads equal the per-head loop within 1e-6", "[lesson_runner]") {
+    const AttentionExample ex = attention_example();
+    REQUIRE(ex.looped_weights.shape() == ex.weights.shape());
+    REQUIRE(ex.looped_output.shape() == ex.output.shape());
+    CHECK(ex.max_abs_diff <= 1e-6);
+    require_close(ex.looped_weights.to_vector(), ex.weights.to_vector(), 1e-6);
+    require_close(ex.looped_output.to_vector(), ex.output.to_vector(), 1e-6);
+}
+
+// ---------------------------------------------------------------------------------------
+// 4 and 5. Parameter count and the D=5 error
+// ---------------------------------------------------------------------------------------
+
+TEST_CASE("lesson: the four projections hold 64 parameters at D=4 and 16384 at D=64 for H 1 2 and 4",
+          "[lesson_runner]") {
+    const std::vector<ParameterCount> counts = parameter_counts();
+    REQUIRE(counts.size() == 4);
+    CHECK((counts[0].d_model == 4 && counts[0].n_heads == 2 && counts[0].counted == 64 && counts[0].formula == 64));
+    for (size_t i = 1; i < 4; ++i) {
+        INFO("row " << i);
+        CHECK(counts[i].d_model == 64);
+        CHECK(counts[i].counted == 16384);
+        CHECK(counts[i].formula == 16384);
+    }
+    CHECK(counts[1].n_heads == 1);
+    CHECK(counts[2].n_heads == 2);
+    CHECK(counts[3].n_heads == 4);
+}
+
+TEST_CASE("lesson: split_heads of D=5 into 2 heads reports the engine's error", "[lesson_runner]") {
+    const std::string message = split_error_message(5, 2);
+    CHECK_THAT(message, ContainsSubstring("split_heads") && ContainsSubstring("5") && ContainsSubstring("2") &&
+                            ContainsSubstring("divisible"));
+    CHECK(split_error_message(4, 2).empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// 6 and the report: the check questions, the printed text, the JSON
+// ---------------------------------------------------------------------------------------
+
+TEST_CASE("lesson: the printed report and its JSON carry the computed numbers", "[lesson_runner]") {
+    const Lesson lesson = run_lesson();
+    REQUIRE(lesson.questions.size() == 2);
+    CHECK_THAT(lesson.questions[0].answer, ContainsSubstring("[4, 5]") && ContainsSubstring("[2, 3]"));
+    CHECK(lesson.questions[1].answer.rfind("No:", 0) == 0);
+
+    const std::string text = lesson_text(lesson);
+    // Each number printed (6 decimals) is within 1e-6 of PyTorch's.
+    require_close(numbers_on_line(text, "head 0:"), {2.9783810023e-03, 9.9702161551e-01, 0}, 1e-6);
+    require_close(numbers_on_line(text, "head 1:"), {9.9999749660e-01, 2.4488035706e-06, 0}, 1e-6);
+    CHECK_THAT(text, ContainsSubstring("split_heads holds [4, 5], the reshape without transpose [2, 3]"));
+    CHECK_THAT(text, ContainsSubstring("merge_heads(split_heads(X, 2)) == X: yes"));
+    CHECK_THAT(text, ContainsSubstring("16,384") && ContainsSubstring("(<= 1e-6: yes)"));
+    CHECK_THAT(text, ContainsSubstring("is not divisible by n_heads 2"));
+
+    const nlohmann::json json = lesson_json(lesson);
+    require_close(json["attention"]["weights_at_query1"][0].get<std::vector<double>>(), {0.002978, 0.997022, 0}, 1e-6);
+    require_close(json["attention"]["weights_at_query1"][1].get<std::vector<double>>(), {0.999998, 0.000002, 0}, 1e-6);
+    CHECK(json["split_merge"]["head0_position1"]["split"] == nlohmann::json({4, 5}));
+    CHECK(json["split_merge"]["head0_position1"]["wrong"] == nlohmann::json({2, 3}));
+    CHECK(json["parameter_counts"][3]["counted"] == 16384);
+    CHECK(json["attention"]["looped_equal_within_1e-6"] == true);
+}
