@@ -1,6 +1,6 @@
 // `tinyformer lesson`: every number it prints, held against the lesson's values and against
 // PyTorch 1.13 (the constants below come from running the lesson's Python with torch; they
-// live only here, never in the code that prints them).
+// live only here, never in the code that prints them), and the split/merge demo page.
 #include "catch.hpp"
 
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tinyformer/lesson.hpp"
+#include "tinyformer/lesson_page.hpp"
 
 using namespace tinyformer;
 
@@ -183,4 +184,37 @@ TEST_CASE("lesson: the printed report and its JSON carry the computed numbers", 
     CHECK(json["split_merge"]["head0_position1"]["wrong"] == nlohmann::json({2, 3}));
     CHECK(json["parameter_counts"][3]["counted"] == 16384);
     CHECK(json["attention"]["looped_equal_within_1e-6"] == true);
+}
+
+// ---------------------------------------------------------------------------------------
+// The split/merge demo page
+// ---------------------------------------------------------------------------------------
+
+TEST_CASE("lesson: the demo page embeds the engine's split and merge tables", "[lesson_runner]") {
+    const nlohmann::json tables = split_merge_tables(split_merge_example());
+    // Head 0 position 1 of the split holds X[0,1,0] and X[0,1,1]; of the wrong reshape X[0,0,2] and X[0,0,3].
+    CHECK(tables["split"]["values"][2] == 4);
+    CHECK(tables["split"]["from"][2] == nlohmann::json({0, 1, 0}));
+    CHECK(tables["split"]["from"][3] == nlohmann::json({0, 1, 1}));
+    CHECK(tables["wrong"]["from"][2] == nlohmann::json({0, 0, 2}));
+    CHECK(tables["wrong"]["from"][3] == nlohmann::json({0, 0, 3}));
+    CHECK(tables["merged"]["values"] == tables["x"]["values"]);
+    CHECK(tables["merged_equals_x"] == true);
+    CHECK(tables["wrong_merged_equals_x"] == false);
+
+    const std::string html = split_merge_html();
+    CHECK_THAT(html, ContainsSubstring("<script id=\"lesson-tables\" type=\"application/json\">" + tables.dump() +
+                                       "</script>"));
+    CHECK_THAT(html, ContainsSubstring("id=\"forget-transpose\""));
+    CHECK_THAT(html, ContainsSubstring("<strong id=\"head0-position1-split\">[4, 5]</strong>"));
+    CHECK_THAT(html, ContainsSubstring("id=\"head0-position1-wrong\" class=\"wrong\">[2, 3]</strong>"));
+    for (const char* id : {"id=\"demo\"", "id=\"grid-x\"", "id=\"grid-split\"", "id=\"grid-merged\"", "id=\"where\"",
+                           "id=\"merged-check\"", "id=\"head0-position1-current\"", "dataset.tensor", "'selected'",
+                           "'landed'"})
+        CHECK_THAT(html, ContainsSubstring(id));
+    // Self-contained: nothing fetched from anywhere.
+    for (const char* outside : {"http://", "https://", "src=", "<link", "@import", "url("}) {
+        INFO(outside);
+        CHECK(html.find(outside) == std::string::npos);
+    }
 }
