@@ -31,5 +31,6 @@ Runner add_grads(CLI::App& app);
 Runner add_inspect(CLI::App& app);
 Runner add_bench(CLI::App& app);
 Runner add_serve(CLI::App& app);
+Runner add_lesson(CLI::App& app);
 
 }  // namespace tinyformer::cli

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# tinyformer lesson as a user runs it: exit 0, the lesson's numbers in the report and in
+# --json, --html writing the self-contained demo page, and bad usage answered with exit 2.
+source "$(dirname "$0")/common.sh"
+
+report=$("$tf" lesson 2>"$scratch/err")
+[[ $? -eq 0 ]] && pass "lesson exits 0" || fail "lesson: $(cat "$scratch/err")"
+expect_in "$report" "split_heads holds [4, 5], the reshape without transpose [2, 3]" "the split and the forgotten transpose at head 0, position 1"
+expect_in "$report" "merge_heads(split_heads(X, 2)) == X: yes" "merge_heads undoes split_heads"
+# The weights at query position 1, each within 1e-6 of PyTorch's (head 0 [2.9784e-03, 9.9702e-01, 0],
+# head 1 [9.99997497e-01, 2.4488e-06, 0]).
+close_to() {  # close_to LINE_LABEL EXPECTED... : the numbers after the label, each within 1e-6
+  local label=$1; shift
+  local line; line=$(printf '%s\n' "$report" | grep -m1 "^ *$label") || { fail "no line '$label'"; return; }
+  awk -v line="${line#*:}" -v want="$*" -v label="$label" 'BEGIN {
+    n = split(line, got, " "); m = split(want, expect, " ");
+    if (n != m) { print "FAIL: " label " has " n " numbers, expected " m; exit }
+    for (i = 1; i <= n; i++) { d = got[i] - expect[i]; if (d < 0) d = -d; if (d > 1e-6) { print "FAIL: " label " number " i ": " got[i] " vs " expect[i]; exit } }
+    print "ok: " label " within 1e-6 of PyTorch" }'
+}
+close_to "head 0:" 2.9783810023e-03 9.9702161551e-01 0
+close_to "head 1:" 9.9999749660e-01 2.4488035706e-06 0
+expect_in "$report" "(<= 1e-6: yes)" "batched heads equal the per-head loop"
+for row in "4 2 64 64" "64 1 16,384 16,384" "64 2 16,384 16,384" "64 4 16,384 16,384"; do  # D H counted 4D^2
+  printf '%s\n' "$report" | grep -Eq "^ +${row// / +}\$" && pass "parameter row D H counted 4D^2 = $row" \
+    || fail "no parameter row $row"
+done
+expect_in "$report" "split_heads: d_model 5 is not divisible by n_heads 2" "the engine's D=5 error"
+expect_in "$report" "Q2. Does splitting into more heads add parameters?" "check question 2"
+
+json=$("$tf" lesson --json 2>/dev/null)
+[[ $? -eq 0 ]] && pass "lesson --json exits 0" || fail "lesson --json"
+if printf '%s' "$json" | python3 -c 'import json, sys
+j = json.load(sys.stdin)
+w = j["attention"]["weights_at_query1"]
+want = [[0.002978, 0.997022, 0], [0.999998, 0.000002, 0]]
+assert all(abs(a - b) <= 1e-6 for row, wrow in zip(w, want) for a, b in zip(row, wrow)), w
+assert j["split_merge"]["head0_position1"] == {"split": [4, 5], "wrong": [2, 3]}
+assert [c["counted"] for c in j["parameter_counts"]] == [64, 16384, 16384, 16384]
+assert "divisible" in j["d5_error"]' 2>"$scratch/py"; then pass "the JSON holds the numbers"
+else fail "the JSON: $(tail -1 "$scratch/py")"; fi
+
+"$tf" lesson --html "$scratch/demo.html" >/dev/null 2>"$scratch/err"
+[[ $? -eq 0 && -s "$scratch/demo.html" ]] && pass "--html writes the page" || fail "--html: $(cat "$scratch/err")"
+page=$(cat "$scratch/demo.html" 2>/dev/null)
+expect_in "$page" 'id="forget-transpose"' "the page has the switch"
+expect_in "$page" '<script id="lesson-tables" type="application/json">' "the page embeds the engine's tables"
+expect_in "$page" '"wrong":{"from":[[0,0,0],[0,0,1],[0,0,2]' "the wrong reshape's table"
+expect_in "$page" '>[4, 5]</strong>' "the page shows the split's [4, 5]"
+expect_in "$page" '>[2, 3]</strong>' "the page shows the forgotten transpose's [2, 3]"
+[[ "$page" != *"http://"* && "$page" != *"https://"* && "$page" != *"src="* ]] && pass "the page loads nothing from outside" \
+  || fail "the page refers to something outside"
+[[ -z $(ls -A "$scratch" | grep '^\.demo') ]] && pass "no temporary file left behind" || fail "left: $(ls -A "$scratch")"
+
+expect_exit 2 "an unknown flag" -- "$tf" lesson --frobnicate
+expect_in "$err" "tinyformer: error:" "a one-line error"
+expect_exit 2 "--html without a file" -- "$tf" lesson --html
+expect_exit 2 "--html with an empty path" -- "$tf" lesson --html ""
+expect_exit 1 "--html into a missing directory (a failed write)" -- "$tf" lesson --html "$scratch/no/such/dir/demo.html"
+finish
