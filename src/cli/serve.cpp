@@ -25,6 +25,7 @@
 #include "tinyformer/backend.hpp"
 #include "tinyformer/errors.hpp"
 #include "tinyformer/explorer_api.hpp"
+#include "tinyformer/lesson_page.hpp"
 
 namespace tinyformer::assets {
 extern const std::string_view explorer_html;  // src/serve/explorer.html
@@ -47,7 +48,8 @@ struct Route {
     std::string path, allow;
 };
 const std::vector<Route>& routes() {
-    static const std::vector<Route> all = {{"/", "GET"},           {"/api/model", "GET"},  {"/api/run", "POST"},
+    static const std::vector<Route> all = {{"/", "GET"},           {"/split-merge", "GET"},
+                                           {"/api/model", "GET"},  {"/api/run", "POST"},
                                            {"/api/sample", "POST"}};
     return all;
 }
@@ -105,6 +107,7 @@ Runner add_serve(CLI::App& app) {
         set_num_threads(0);
         const ExplorerApi api(args->checkpoint);
         for (const std::string& note : api.notes()) spdlog::info("{}", note);
+        const std::string split_merge_page = split_merge_html();  // the lesson's demo, computed once
 
         httplib::Server server;
         const int workers = args->threads > 0 ? args->threads
@@ -122,6 +125,9 @@ Runner add_serve(CLI::App& app) {
 
         server.Get("/", [](const httplib::Request&, httplib::Response& res) {
             res.set_content(std::string(assets::explorer_html), "text/html; charset=utf-8");
+        });
+        server.Get("/split-merge", [&split_merge_page](const httplib::Request&, httplib::Response& res) {
+            res.set_content(split_merge_page, "text/html; charset=utf-8");
         });
         server.Get("/api/model", [&api](const httplib::Request&, httplib::Response& res) { send(res, api.model()); });
         server.Post("/api/run", [&api](const httplib::Request& req, httplib::Response& res) {
