@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The lesson end to end on a fresh machine: install what is missing, build (Release), train
-# the lesson model (configs/lesson12.toml), sample a few stories, and score the probes.
+# the lesson model (configs/lesson12.toml), sample a few stories, score the probes, inspect
+# the heads, and say how to open the explorer (tinyformer serve).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,3 +31,15 @@ build/tinyformer inspect --checkpoint runs/lesson12 --text '小丁拿着红色�
 echo
 echo "runs/lesson12/inspect/report.html shows every head's map, its reading patterns, where it"
 echo "reads when an answer is due and what the model loses without it; heads.json has the numbers."
+
+echo
+echo "== explore: type your own sentence and watch every head =="
+echo "Start the explorer, then open http://127.0.0.1:8080/ in a browser on this machine:"
+echo
+echo "  build/tinyformer serve --checkpoint runs/lesson12"
+echo
+echo "Type a sentence, hover a cell for its weight, click a head to switch it off and see the"
+echo "answer's probability change, sample, or load one of the probes. Ctrl-C stops it."
+echo "On another machine: ssh -L 8080:127.0.0.1:8080 <this machine>, then open the same address."
+echo "The lesson's split/merge demo is at http://127.0.0.1:8080/split-merge, and"
+echo "build/tinyformer lesson prints the lesson's numbers, computed by the engine."

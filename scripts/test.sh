@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs whatever Debian packages are missing, builds (Release), runs
 # the whole suite with ctest, then builds and runs it once more under AddressSanitizer +
-# UndefinedBehaviorSanitizer, then fuzzes the checkpoint reader and the config loader
+# UndefinedBehaviorSanitizer, then the concurrency tests under ThreadSanitizer, then fuzzes the checkpoint reader and the config loader
 # (scripts/fuzz.sh). The exit status is the tests' status.
-#   scripts/test.sh             all three
+#   scripts/test.sh             all four
 #   scripts/test.sh --release   the Release suite alone (CI's Debian 13 step)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,9 +33,20 @@ fi
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DTINYFORMER_SANITIZE=ON || status=1
 
+# ThreadSanitizer: the explorer's API answering 16 threads at once (tinyformer serve answers
+# requests concurrently with no lock on the model); any data race fails the run.
+echo "== build-tsan: the concurrency tests under ThreadSanitizer =="
+mkdir -p build-tsan
+if cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DTINYFORMER_TSAN=ON \
+     >build-tsan/configure.log 2>&1 && cmake --build build-tsan -j "$jobs" --target tinyformer_tests; then
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 build-tsan/tests/tinyformer_tests "[concurrency]" || status=1
+else
+  cat build-tsan/configure.log; status=1
+fi
+
 # Fuzzing (clang + libFuzzer, ASan + UBSan): the checkpoint reader and the config loader,
 # FUZZ_SECONDS (default 45) each from the committed seed corpora; a crash fails the suite.
 scripts/fuzz.sh "${FUZZ_SECONDS:-45}" || status=1
 
-if [[ $status -eq 0 ]]; then echo "test.sh: all tests passed (Release, ASan+UBSan, fuzzing)"; else echo "test.sh: FAILED" >&2; fi
+if [[ $status -eq 0 ]]; then echo "test.sh: all tests passed (Release, ASan+UBSan, TSan, fuzzing)"; else echo "test.sh: FAILED" >&2; fi
 exit $status
