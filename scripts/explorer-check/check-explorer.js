@@ -134,9 +134,18 @@ async function typeInto(page, selector, text) {
   await page.type(selector, text, { delay: 5 });
 }
 
-const waitForRun = (page, text) =>
-  page.waitForFunction((t) => document.querySelector("#heads").dataset.text === t &&
-                              document.querySelector("#run-error").textContent === "", { timeout: 15000 }, text);
+// Waits until `condition(arg)` holds in the page; fails with `why` after 15 s.
+async function waitFor(page, why, condition, arg) {
+  try {
+    await page.waitForFunction(condition, { timeout: 15000 }, arg);
+  } catch (error) {
+    throw new Failure(`${why} (waited 15 s)`);
+  }
+}
+
+// Waits until the maps drawn are those of `text`.
+const waitForRun = (page, step, text) => waitFor(page, `${step}: the maps of ${text} were not drawn`,
+  (t) => document.querySelector("#heads").dataset.text === t && document.querySelector("#run-error").textContent === "", text);
 
 // ---- The steps ------------------------------------------------------------------------------
 
@@ -176,10 +185,10 @@ async function steps(browser, origin, binary, checkpoint, outdir, faults) {
   // 1. The sentence, typed, gives L × H maps. The page opens on another text (the page's
   // default is the lesson's sentence itself), so that the maps drawn are the typed text's.
   await page.goto(origin + "/?text=" + encodeURIComponent("谁"), { waitUntil: "load" });
-  await page.waitForSelector("body[data-ready]", { timeout: 15000 });
+  await waitFor(page, "step 1: the page never became ready (body[data-ready])", () => document.body.dataset.ready);
   const before = runRequests.length;
   await typeInto(page, "#text", SENTENCE);
-  await waitForRun(page, SENTENCE);
+  await waitForRun(page, "step 1", SENTENCE);
   check(runRequests.slice(before).some((body) => body.text === SENTENCE),
         "step 1: typing the sentence sent no /api/run request for it");
   const intact = (await api(origin, "/api/run", { text: SENTENCE })).json;
@@ -204,10 +213,10 @@ async function steps(browser, origin, binary, checkpoint, outdir, faults) {
   const shown = (tip.text.match(/:\s*([-+]?[0-9.]+(?:e[-+]?\d+)?)(?:\s|$)/i) || [])[1];
   check(shown, `step 2: the tooltip shows no weight: "${tip.text}"`);
   const expected = intact.attention[L - 1][H - 1][row][col];
-  const digits = significantDigits(shown);
-  check(digits >= 4, `step 2: the tooltip shows ${shown}, fewer than 4 significant digits`);
+  const digits = Math.max(4, significantDigits(shown));
   check(Number(shown) === Number(expected.toPrecision(digits)),
         `step 2: the tooltip shows ${shown}, the API's weight is ${expected} (${expected.toPrecision(digits)})`);
+  check(significantDigits(shown) >= 4, `step 2: the tooltip shows ${shown}, fewer than 4 significant digits`);
   const where = `query ${intact.characters[row]} (pos ${row}) reads ${intact.characters[col]} (pos ${col})`;
   check(tip.text.includes(where), `step 2: the tooltip "${tip.text}" does not say "${where}"`);
   await page.screenshot({ path: path.join(outdir, "explorer-hover.png") });
@@ -218,9 +227,10 @@ async function steps(browser, origin, binary, checkpoint, outdir, faults) {
   const reader = nameReader(binary, checkpoint, model);
   await page.select("#ablation", "zero");
   await page.click(`#ablate-${reader.head}`);
-  await page.waitForFunction((head) => document.querySelector(`#ablate-${head}`).getAttribute("aria-pressed") === "true" &&
-                                       "pAblated" in document.querySelector("#answer").dataset,
-                             { timeout: 15000 }, reader.head);
+  await waitFor(page, `step 3: after a click on #ablate-${reader.head}, #answer shows no probability with the head off ` +
+                      "(data-p-ablated)",
+                (head) => document.querySelector(`#ablate-${head}`).getAttribute("aria-pressed") === "true" &&
+                          "pAblated" in document.querySelector("#answer").dataset, reader.head);
   check(runRequests.some((body) => body.text === SENTENCE && JSON.stringify(body.ablate) === JSON.stringify([reader.head]) &&
                                    (body.ablation || "zero") === "zero"),
         `step 3: the page sent no /api/run with ablate ["${reader.head}"], zero ablation`);
@@ -262,12 +272,8 @@ async function steps(browser, origin, binary, checkpoint, outdir, faults) {
     await page.$eval(`#sample-${id}`, (input, v) => { input.value = v; }, String(value));
   await page.click("#sample-run");
   const sampled = (await api(origin, "/api/sample", sampleArgs)).json;
-  try {
-    await page.waitForFunction((text) => document.querySelector("#sample-output").textContent === text, { timeout: 15000 }, sampled.text);
-  } catch (error) {
-    const got = await page.$eval("#sample-output", (o) => o.textContent);
-    throw new Failure(`sample: #sample-output shows "${got}", /api/sample gives "${sampled.text}"`);
-  }
+  await waitFor(page, `sample: #sample-output does not show /api/sample's ${JSON.stringify(sampled.text)}`,
+                (text) => document.querySelector("#sample-output").textContent === text, sampled.text);
   console.log(`sample ok: #sample-output ${JSON.stringify(sampled.text)} = /api/sample's (seed ${sampleArgs.seed})`);
 
   // The README's picture: the sentence, the name reader off, the cell it reads most at the
@@ -286,12 +292,8 @@ async function steps(browser, origin, binary, checkpoint, outdir, faults) {
   const refused = await api(origin, "/api/run", { text: UNKNOWN_SENTENCE });
   check(refused.status === 400 && refused.json.unknown, `step 4: the API answered ${refused.status} to ${UNKNOWN_SENTENCE}`);
   const reason = refused.json.unknown[0].message;
-  try {
-    await page.waitForFunction(() => document.querySelector("#run-error").textContent !== "" &&
-                                      document.querySelector("#preview .unknown-char"), { timeout: 15000 });
-  } catch (error) {
-    throw new Failure(`step 4: typing ${UNKNOWN_SENTENCE} underlined nothing and showed no #run-error`);
-  }
+  await waitFor(page, `step 4: typing ${UNKNOWN_SENTENCE} marked no .unknown-char or showed no #run-error`,
+                () => document.querySelector("#run-error").textContent !== "" && document.querySelector("#preview .unknown-char"));
   const marked = await page.$$eval("#preview .unknown-char", (spans) => spans.map((s) => ({
     text: s.textContent, title: s.title,
     // The underline may sit on the span or on the element holding the character inside it.
@@ -312,8 +314,7 @@ async function steps(browser, origin, binary, checkpoint, outdir, faults) {
   const query = new URL(stateUrl).searchParams;
   check(query.get("text") === SENTENCE, `step 5: the URL after step 3 holds text "${query.get("text")}": ${stateUrl}`);
   await page.goto(stateUrl, { waitUntil: "load" });
-  await page.waitForSelector("body[data-ready]", { timeout: 15000 });
-  await waitForRun(page, SENTENCE);
+  await waitForRun(page, "step 5", SENTENCE);
   const restored = await page.evaluate((head) => ({
     text: document.querySelector("#text").value,
     pressed: (document.querySelector(`#ablate-${head}`) || { getAttribute: () => null }).getAttribute("aria-pressed"),
@@ -324,11 +325,11 @@ async function steps(browser, origin, binary, checkpoint, outdir, faults) {
   check(restored.pAblated === answer.pAblated, `step 5: reloaded, data-p-ablated is ${restored.pAblated}, was ${answer.pAblated}`);
   const chosen = SENTENCE.indexOf("谁");
   await page.click(`#preview .char[data-pos="${chosen}"]`);
-  await page.waitForFunction((pos) => document.querySelector("#answer").dataset.pos === String(pos), { timeout: 5000 }, chosen);
+  await waitFor(page, `step 5: a click on position ${chosen} of #preview did not move #answer there`,
+                (pos) => document.querySelector("#answer").dataset.pos === String(pos), chosen);
   const withPos = page.url();
   await page.goto(withPos, { waitUntil: "load" });
-  await page.waitForSelector("body[data-ready]", { timeout: 15000 });
-  await waitForRun(page, SENTENCE);
+  await waitForRun(page, "step 5", SENTENCE);
   const pos = await page.$eval("#answer", (a) => a.dataset.pos);
   check(pos === String(chosen), `step 5: reloaded from ${withPos}, the selected position is ${pos}, expected ${chosen}`);
   noFaults("step 5");
@@ -414,7 +415,9 @@ async function main() {
     console.log(`step 8 ok: screenshots in ${outdir}: ${shots.join(", ")}`);
   } catch (error) {
     const why = error instanceof Failure ? error.message : `${error.message.split("\n")[0]}`;
-    console.log(`check-explorer: FAIL: ${why}`);
+    // A script error or a stray request is often the cause: named beside the failed check.
+    const also = faults.length && !why.includes(faults[0]) ? `; before it: ${faults[0]}` : "";
+    console.log(`check-explorer: FAIL: ${why}${also}`);
     code = 1;
   } finally {
     await browser.close();
