@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A developer's check of the explorer in a real browser (not part of scripts/test.sh):
+# The explorer in a real browser (scripts/test.sh runs it on the lesson model):
 #   scripts/check-explorer.sh BINARY CHECKPOINT OUTDIR
 # Starts `BINARY serve --checkpoint CHECKPOINT --port 0`, drives its page in Debian's headless
 # Chromium (/usr/bin/chromium; $CHROMIUM overrides it) with npm's puppeteer-core (which

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tinyformer needs, if any are missing (with --fuzz, also those
-# scripts/fuzz.sh needs), on Debian 12 (bookworm) or 13 (trixie); without recommends, so that
-# what is installed is exactly what is listed. Runs `apt-get update` only when an install
-# cannot find a package without it (a fresh machine has no package lists yet).
+# scripts/fuzz.sh needs; with --browser, those of the explorer's browser test), on Debian 12
+# (bookworm) or 13 (trixie); without recommends, so that what is installed is exactly what
+# is listed. Runs `apt-get update` only when an install cannot find a package without it (a
+# fresh machine has no package lists yet).
 set -euo pipefail
 
 # The same names on both releases: Catch2 is v2 on Debian 12 and v3 on 13, oneDNN 2.6 and
@@ -10,8 +11,15 @@ set -euo pipefail
 packages=(cmake make g++ libdnnl-dev libeigen3-dev libspdlog-dev libcli11-dev catch2
           libtomlplusplus-dev nlohmann-json3-dev libcpp-httplib-dev pkgconf libxml2-utils curl)
 fuzz=false
-[[ "${1:-}" == "--fuzz" ]] && fuzz=true
-$fuzz && packages+=(clang)  # libFuzzer's runtime and OpenMP's follow below, for this clang
+for option in "$@"; do
+  case "$option" in
+    --fuzz) fuzz=true; packages+=(clang) ;;  # libFuzzer's runtime and OpenMP's follow below, for this clang
+    # The explorer's browser test: npm's puppeteer-core drives Debian's chromium; a CJK font
+    # so that its screenshots show the Chinese characters.
+    --browser) packages+=(nodejs npm chromium fonts-wqy-microhei) ;;
+    *) echo "install-deps.sh: unknown option $option (expected --fuzz or --browser)" >&2; exit 2 ;;
+  esac
+done
 
 sudo=""
 [[ $(id -u) -eq 0 ]] || sudo="sudo"

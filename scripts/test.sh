@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs whatever Debian packages are missing, builds (Release), runs
-# the whole suite with ctest, then builds and runs it once more under AddressSanitizer +
-# UndefinedBehaviorSanitizer, then the concurrency tests under ThreadSanitizer, then fuzzes the checkpoint reader and the config loader
+# the whole suite with ctest, drives the explorer in headless Chromium, builds and runs the
+# suite once more under AddressSanitizer + UndefinedBehaviorSanitizer, runs the concurrency
+# tests under ThreadSanitizer, then fuzzes the checkpoint reader and the config loader
 # (scripts/fuzz.sh). The exit status is the tests' status.
-#   scripts/test.sh             all four
+#   scripts/test.sh             all of them
 #   scripts/test.sh --release   the Release suite alone (CI's Debian 13 step)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,7 @@ jobs=$(nproc)
 release_only=false
 [[ "${1:-}" == "--release" ]] && release_only=true
 
-if $release_only; then scripts/install-deps.sh; else scripts/install-deps.sh --fuzz; fi ||
+if $release_only; then scripts/install-deps.sh; else scripts/install-deps.sh --fuzz --browser; fi ||
   { echo "test.sh: installing dependencies failed" >&2; exit 2; }
 
 run_suite() {  # run_suite BUILD_DIR [cmake options...]
@@ -29,6 +30,23 @@ if $release_only; then
   if [[ $status -eq 0 ]]; then echo "test.sh: the Release suite passed"; else echo "test.sh: FAILED" >&2; fi
   exit $status
 fi
+# The explorer in a real browser: the lesson model trained (seconds), then
+# scripts/check-explorer.sh serves it and drives Debian's headless chromium through the page
+# (npm's puppeteer-core, installed from its lock file on first use); screenshots in
+# build/explorer-check/.
+echo "== the explorer in headless Chromium =="
+if [[ $status -eq 0 ]]; then
+  mkdir -p build/explorer-check
+  if build/tinyformer train --config configs/lesson12.toml --out build/explorer-check/lesson12 --force \
+       >build/explorer-check/train.log 2>&1; then
+    scripts/check-explorer.sh build/tinyformer build/explorer-check/lesson12 build/explorer-check || status=1
+  else
+    tail -5 build/explorer-check/train.log; status=1
+  fi
+else
+  echo "skipped: the Release suite failed"
+fi
+
 # -O1 keeps the sanitized run fast; halt_on_error makes any report fail its test.
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DTINYFORMER_SANITIZE=ON || status=1
@@ -48,5 +66,5 @@ fi
 # FUZZ_SECONDS (default 45) each from the committed seed corpora; a crash fails the suite.
 scripts/fuzz.sh "${FUZZ_SECONDS:-45}" || status=1
 
-if [[ $status -eq 0 ]]; then echo "test.sh: all tests passed (Release, ASan+UBSan, TSan, fuzzing)"; else echo "test.sh: FAILED" >&2; fi
+if [[ $status -eq 0 ]]; then echo "test.sh: all tests passed (Release, the browser, ASan+UBSan, TSan, fuzzing)"; else echo "test.sh: FAILED" >&2; fi
 exit $status

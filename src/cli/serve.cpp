@@ -136,6 +136,8 @@ Runner add_serve(CLI::App& app) {
         server.Post("/api/sample", [&api](const httplib::Request& req, httplib::Response& res) {
             send(res, api.sample(req.body));
         });
+        // Browsers ask for an icon: none, and no 404 in their console.
+        server.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
         // Everything else: 404 or 405, as JSON.
         server.Get(".*", not_routed);
         server.Post(".*", not_routed);
