@@ -181,8 +181,11 @@ ExplorerApi::ExplorerApi(const std::string& checkpoint) : loaded_(load_model(che
             probe_answers_.push_back(generate(model, loaded_.vocab, probe.prompt, greedy, unused));
         }
     } else {
-        notes_.push_back(data.probes_path.empty() ? "the run has no probes"
-                                                  : "the run's probes " + data.probes_path + " are gone: no probes");
+        notes_.push_back(data.probes_path.empty()
+                             ? "the run has no probes"
+                             : "the run's probes " + data.probes_path +
+                                   " are not there: no probes (the config's paths are relative to the directory "
+                                   "the run was trained in; start serve there)");
     }
 
     // Mean ablation replaces a head's output by its mean over the validation text.
