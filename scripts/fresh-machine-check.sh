@@ -33,6 +33,15 @@ trap 'exit 143' TERM
 debian_root_unpack "$tarball" "$root" || { echo "fresh-machine-check: unpacking $tarball failed" >&2; exit 1; }
 git clone -q . "$root/root/tinyformer" || { echo "fresh-machine-check: git clone failed" >&2; exit 1; }
 debian_root_mount "$root" || { echo "fresh-machine-check: mounting /proc, /sys, /dev failed" >&2; exit 1; }
+# The network, not the machine: where this machine reaches the internet through a proxy that
+# re-signs TLS with its own authority (installed here in /usr/local/share/ca-certificates),
+# npm inside the root must trust that authority too, or the registry is unreachable. Only
+# the certificate goes in (for node, through NODE_EXTRA_CA_CERTS), no package.
+node_ca=""
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  cat /usr/local/share/ca-certificates/*.crt >"$root/root/network-ca.crt"
+  node_ca="NODE_EXTRA_CA_CERTS=/root/network-ca.crt "
+fi
 echo "fresh-machine-check: Debian $release ($(cat "$root/etc/debian_version")), a minbase root in $root," \
      "tinyformer $(git rev-parse --short HEAD)"
 
@@ -42,7 +51,7 @@ run_command() {  # run_command NAME: scripts/NAME.sh inside the root, its log in
   local name=$1 started code
   started=$(date +%s)
   echo "== $release: scripts/$name.sh (log: $logs/$name.log)"
-  debian_root_run "$root" "cd /root/tinyformer && scripts/$name.sh" >"$logs/$name.log" 2>&1
+  debian_root_run "$root" "cd /root/tinyformer && ${node_ca}scripts/$name.sh" >"$logs/$name.log" 2>&1
   code=$?
   tail -n 12 "$logs/$name.log" | sed 's/^/    /'
   if [[ $code -eq 0 ]]; then
