@@ -80,19 +80,23 @@ double number_field(const json& request, const std::string& name, double fallbac
     return request[name].get<double>();
 }
 
-// A text from the request, as characters of the model's vocabulary: every character outside
-// it is listed (position, character, the message `encode` gives), the first one in "error".
+// A text from the request, as characters of the model's vocabulary: the characters outside it
+// are listed (position, character, the message `encode` gives; the first kMaxListed of them),
+// the first one in "error".
+constexpr size_t kMaxListed = 100;
 std::vector<int32_t> encode_field(const Vocabulary& vocab, const std::u32string& text, const std::string& name) {
     json unknown = json::array();
     std::string first;
+    size_t count = 0;
     for (size_t i = 0; i < text.size(); ++i)
         if (vocab.find(text[i]) < 0) {
             const std::string message = vocab.unknown_char_message(name, text[i], i);
             if (first.empty()) first = message;
-            unknown.push_back({{"position", i}, {"character", encode_utf8(text[i])}, {"message", message}});
+            if (++count <= kMaxListed)
+                unknown.push_back({{"position", i}, {"character", encode_utf8(text[i])}, {"message", message}});
         }
-    if (!unknown.empty()) {
-        const size_t more = unknown.size() - 1;
+    if (count > 0) {
+        const size_t more = count - 1;
         throw BadRequest{first + (more ? " (and " + std::to_string(more) + " more)" : ""), {{"unknown", unknown}}};
     }
     return vocab.encode(text, name);
