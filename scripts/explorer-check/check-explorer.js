@@ -26,6 +26,7 @@ const os = require("os");
 const path = require("path");
 const { spawn, execFileSync } = require("child_process");
 const puppeteer = require("puppeteer-core");
+const { launchChromium } = require("../lib/headless-chromium.js");
 
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 const SENTENCE = "小丁拿着红色的苹果。谁拿着苹果？";  // who holds the apple? → 小丁
@@ -396,12 +397,7 @@ async function main() {
   console.log(`check-explorer: ${server.origin}/ serving ${checkpoint}${replaced.length ? ` (pages from ${replaced.join(", ")})` : ""}`);
   let browser, code = 0;
   try {
-    browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      // --no-sandbox: Chromium refuses to run as root with its sandbox (a container's root).
-      args: ["--no-sandbox", "--disable-gpu", "--font-render-hinting=none"],
-    });
+    browser = await launchChromium(puppeteer, CHROMIUM);
   } catch (error) {
     console.log(`check-explorer: FAIL: could not start ${CHROMIUM}: ${error.message.split("\n")[0]}`);
     await stopServer(server.child, 5000);

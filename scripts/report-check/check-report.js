@@ -20,6 +20,7 @@ const fs = require("fs");
 const path = require("path");
 const { pathToFileURL } = require("url");
 const puppeteer = require("puppeteer-core");
+const { launchChromium } = require("../lib/headless-chromium.js");
 
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 
@@ -65,12 +66,7 @@ async function main() {
 
   let browser;
   try {
-    browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      // --no-sandbox: Chromium refuses to run as root with its sandbox (a container's root).
-      args: ["--no-sandbox", "--disable-gpu", "--font-render-hinting=none"],
-    });
+    browser = await launchChromium(puppeteer, CHROMIUM);
   } catch (error) {
     console.error(`check-report: could not start ${CHROMIUM}: ${error.message.split("\n")[0]}`);
     return 2;
