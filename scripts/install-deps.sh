@@ -15,8 +15,13 @@ for option in "$@"; do
   case "$option" in
     --fuzz) fuzz=true; packages+=(clang) ;;  # libFuzzer's runtime and OpenMP's follow below, for this clang
     # The explorer's browser test: npm's puppeteer-core drives Debian's chromium; a CJK font
-    # so that its screenshots show the Chinese characters.
-    --browser) packages+=(nodejs npm chromium fonts-wqy-microhei) ;;
+    # so that its screenshots show the Chinese characters. Node and npm are installed only if
+    # the commands are missing: a machine may have another build of Node whose package brings
+    # npm itself (NodeSource's nodejs conflicts with Debian's npm).
+    --browser)
+      packages+=(chromium fonts-wqy-microhei)
+      command -v node >/dev/null || packages+=(nodejs)
+      command -v npm >/dev/null || packages+=(npm) ;;
     *) echo "install-deps.sh: unknown option $option (expected --fuzz or --browser)" >&2; exit 2 ;;
   esac
 done
