@@ -38,7 +38,10 @@ struct Key {
 
     std::string dotted() const { return *section ? std::string(section) + "." + name : std::string(name); }
     // The data files (path, train_path, val_path, probes_path) are resolved against a directory.
-    bool is_path() const { return std::string_view(section) == "data" && std::string_view(name).ends_with("path"); }
+    bool is_path() const {
+        return std::string_view(section) == "data" &&
+               (std::string_view(name).ends_with("path") || std::string_view(name) == "prepared");
+    }
 };
 
 const std::vector<std::string> kSections = {"model", "data", "train", "optim", "logging"};
@@ -60,6 +63,8 @@ void for_each_key(Config& c, Visit&& visit) {
     visit(Key{"data", "path", "one text: the last val_fraction of it is validation"}, c.data.path);
     visit(Key{"data", "train_path", "or two texts: training ..."}, c.data.train_path);
     visit(Key{"data", "val_path", "... and validation (then `path` stays empty)"}, c.data.val_path);
+    visit(Key{"data", "prepared", "or a directory written by `tinyformer prepare`: its ids, memory-mapped"},
+          c.data.prepared);
     visit(Key{"data", "probes_path", "optional prompt<TAB>answer lines, scored by greedy decoding"},
           c.data.probes_path);
     visit(Key{"data", "val_fraction", "share of `path` held out for validation, in (0, 1)"}, c.data.val_fraction);
@@ -68,8 +73,15 @@ void for_each_key(Config& c, Visit&& visit) {
     visit(Key{"train", "batch_size", "windows per step"}, c.train.batch_size);
     visit(Key{"train", "eval_every", "validation loss every N steps and at the end; 0 = only at the end"},
           c.train.eval_every);
-    visit(Key{"train", "eval_windows", "validation windows per periodic evaluation (the final one uses all)"},
+    visit(Key{"train", "eval_windows", "validation windows per periodic evaluation, evenly spaced"},
           c.train.eval_windows);
+    visit(Key{"train", "eval_batches",
+              "> 0: evaluations score this many batches of random validation windows (the same ones each time) "
+              "instead"},
+          c.train.eval_batches);
+    visit(Key{"train", "final_eval",
+              "the end's val_loss: \"full\" (the whole validation text) or \"sampled\" (the evaluations' windows)"},
+          c.train.final_eval);
     visit(Key{"train", "checkpoint_every", "save every N steps; 0 = at evaluations and the end"},
           c.train.checkpoint_every);
     visit(Key{"train", "seed", "initialisation and batch sampling"}, c.train.seed);
@@ -354,6 +366,9 @@ void validate_values(const RunConfig& c, const Locate& at) {
     at_least("train.batch_size", t.batch_size, 1);
     at_least("train.eval_every", t.eval_every, 0);
     at_least("train.eval_windows", t.eval_windows, 1);
+    at_least("train.eval_batches", t.eval_batches, 0);
+    check(t.final_eval == "full" || t.final_eval == "sampled", "train.final_eval", quote(t.final_eval),
+          "\"full\" or \"sampled\"");
     at_least("train.checkpoint_every", t.checkpoint_every, 0);
     at_least("train.seed", t.seed, 0);
     check(t.rng == "tinyformer" || t.rng == "torch", "train.rng", quote(t.rng), "\"tinyformer\" or \"torch\"");
@@ -401,13 +416,25 @@ void check_fits_in_memory(const RunConfig& c, const Locate& at) {
 // One corpus, given either as `path` or as `train_path` + `val_path`; with `check_files`
 // every named file must exist.
 void validate_data(const DataConfig& d, const Locate& at, bool check_files) {
-    const std::string one_corpus = "expected one corpus: data.path, or data.train_path and data.val_path";
-    if (!d.path.empty() && !d.train_path.empty())
+    const std::string one_corpus =
+        "expected one corpus: data.path, or data.train_path and data.val_path, or data.prepared";
+    if (!d.prepared.empty()) {
+        for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"data.path", &d.path},
+                                         {"data.train_path", &d.train_path}, {"data.val_path", &d.val_path}})
+            if (!value->empty()) fail(at(key), key, "given together with data.prepared, " + one_corpus);
+        if (check_files) {
+            std::error_code error;
+            if (!fs::is_directory(d.prepared, error))
+                fail(at("data.prepared"), "data.prepared",
+                     "no such directory " + d.prepared + ", expected the output of tinyformer prepare");
+        }
+    } else if (!d.path.empty() && !d.train_path.empty())
         fail(at("data.train_path"), "data.train_path", "given together with data.path, " + one_corpus);
     if (!d.path.empty() && !d.val_path.empty())
         fail(at("data.val_path"), "data.val_path", "given together with data.path, " + one_corpus);
-    if (d.path.empty() && d.train_path.empty())
-        fail(at("data.path"), "data.path", "no corpus given (set data.path, or data.train_path and data.val_path)");
+    if (d.path.empty() && d.train_path.empty() && d.prepared.empty())
+        fail(at("data.path"), "data.path",
+             "no corpus given (set data.path, or data.train_path and data.val_path, or data.prepared)");
     if (!d.train_path.empty() && d.val_path.empty())
         fail(at("data.val_path"), "data.val_path", "not given, expected a validation text next to data.train_path");
     if (!check_files) return;
@@ -635,6 +662,11 @@ RunConfig config_from_json(const nlohmann::json& json) {
     });
     validate_values(config, [](const std::string&) { return std::string(); });
     return config;
+}
+
+std::string DataConfig::validation_name() const {
+    if (!prepared.empty()) return (fs::path(prepared) / "val.bin").string();
+    return val_path.empty() ? path + " (validation part)" : val_path;
 }
 
 std::vector<std::string> config_keys() {

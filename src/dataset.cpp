@@ -1,45 +1,26 @@
 #include "tinyformer/dataset.hpp"
 
-#include <cstdio>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
 #include <string_view>
 
 #include "tinyformer/errors.hpp"
+#include "tinyformer/prepared_data.hpp"
+#include "tinyformer/progress.hpp"
+#include "tinyformer/text_file.hpp"
+
+namespace fs = std::filesystem;
 
 namespace tinyformer {
 
 namespace {
 
-// Walks a text file's bytes as the characters every text is read as: strict UTF-8, a leading
-// byte-order mark dropped, and line ends normalised to '\n' — CRLF and a lone CR, as
-// Python's universal newlines do when ../shared/reference/torch_model.py reads a text.
-// Calls on_char(c) for each character; stores nothing.
-template <class OnChar>
-void for_each_text_char(std::string_view bytes, const std::string& source, OnChar&& on_char) {
-    size_t i = bytes.starts_with("\xEF\xBB\xBF") ? 3 : 0;
-    while (i < bytes.size()) {
-        char32_t c = next_utf8_char(bytes, i, source);
-        if (c == U'\r') {
-            if (i < bytes.size() && bytes[i] == '\n') continue;  // CRLF: the LF comes next
-            c = U'\n';
-        }
-        on_char(c);
-    }
-}
-
 // The characters a text uses, one flag per Unicode code point (136 KB, however long the text).
 using CharSet = std::vector<bool>;
 CharSet empty_char_set() { return CharSet(0x110000, false); }
-
-// Counts a text's characters and adds them to `used`.
-int64_t scan_text(std::string_view bytes, const std::string& source, CharSet& used) {
-    int64_t count = 0;
-    for_each_text_char(bytes, source, [&](char32_t c) {
-        used[c] = true;
-        ++count;
-    });
-    return count;
-}
 
 // The vocabulary of the characters in `used`, sorted by code point (as Vocabulary::from_text).
 Vocabulary vocabulary_of(const CharSet& used) {
@@ -49,39 +30,81 @@ Vocabulary vocabulary_of(const CharSet& used) {
     return Vocabulary(std::move(chars));
 }
 
-// The ids of a text's characters number [from, to), appended to `ids`.
-void append_ids(std::string_view bytes, const std::string& source, const Vocabulary& vocab, int64_t from, int64_t to,
-                std::vector<int32_t>& ids) {
+// Each code point's id, -1 outside the vocabulary: a table lookup per character (4.4 MB,
+// once), since a hash lookup per character of a gigabyte would take a minute.
+std::vector<int32_t> id_table(const Vocabulary& vocab) {
+    std::vector<int32_t> id_of(0x110000, -1);
+    for (int32_t id = 0; id < vocab.size(); ++id) id_of[vocab.at(id)] = id;
+    return id_of;
+}
+
+int64_t file_size_or_zero(const std::string& path) {
+    std::error_code error;
+    const auto size = fs::file_size(path, error);
+    return error ? 0 : static_cast<int64_t>(size);
+}
+
+// Reads a text a block at a time, counting its characters and adding them to `used`.
+int64_t scan_text(const std::string& path, CharSet& used, ProgressBar& progress, int64_t& bytes_before) {
+    TextFileReader reader(path);
+    std::u32string block;
+    int64_t count = 0;
+    while (reader.next_block(block)) {
+        for (char32_t c : block) used[c] = true;
+        count += static_cast<int64_t>(block.size());
+        progress.update(bytes_before + reader.bytes_read());
+    }
+    bytes_before += reader.bytes_read();
+    return count;
+}
+
+// Reads a text a block at a time and hands over its ids; throws at the first character
+// outside the vocabulary (`name` names the text in that message).
+void encode_text(const std::string& path, const std::string& name, const Vocabulary& vocab,
+                 const std::vector<int32_t>& id_of, ProgressBar& progress, int64_t& bytes_before,
+                 const std::function<void(const std::vector<int32_t>&)>& on_ids) {
+    TextFileReader reader(path);
+    std::u32string block;
+    std::vector<int32_t> ids;
     int64_t index = 0;
-    for_each_text_char(bytes, source, [&](char32_t c) {
-        if (index >= from && index < to) {
-            const int32_t id = vocab.find(c);
-            if (id < 0)
-                throw InputError(source + ": character " + describe_char(c) + " at character " +
-                                 std::to_string(index) + " is not in the model's " + std::to_string(vocab.size()) +
-                                 "-character vocabulary");
-            ids.push_back(id);
+    while (reader.next_block(block)) {
+        ids.resize(block.size());
+        for (size_t i = 0; i < block.size(); ++i) {
+            ids[i] = id_of[block[i]];
+            if (ids[i] < 0) throw InputError(vocab.unknown_char_message(name, block[i], index + i));
         }
-        ++index;
-    });
+        index += static_cast<int64_t>(block.size());
+        on_ids(ids);
+        progress.update(bytes_before + reader.bytes_read());
+    }
+    bytes_before += reader.bytes_read();
+}
+
+// One line after reading a large text, for logs that have no progress bar.
+void log_read(const char* what, int64_t bytes, double seconds) {
+    if (bytes < 50'000'000) return;
+    spdlog::info("{} {} in {:.1f}s ({}/s)", what, size_str(static_cast<double>(bytes)), seconds,
+                 size_str(static_cast<double>(bytes) / std::max(seconds, 1e-9)));
 }
 
 }  // namespace
 
 std::u32string read_text(const std::string& path) {
-    const std::string bytes = read_file(path);
-    std::u32string text;
-    for_each_text_char(bytes, path, [&](char32_t c) { text.push_back(c); });
+    TextFileReader reader(path);
+    std::u32string text, block;
+    while (reader.next_block(block)) text += block;
     return text;
 }
 
-std::vector<int32_t> read_ids(const std::string& path, const Vocabulary& vocab) {
-    const std::string bytes = read_file(path);
-    CharSet used = empty_char_set();
-    const int64_t count = scan_text(bytes, path, used);
-    std::vector<int32_t> ids;
-    ids.reserve(static_cast<size_t>(count));
-    append_ids(bytes, path, vocab, 0, count, ids);
+TokenIds read_ids(const std::string& path, const Vocabulary& vocab, bool progress_bar) {
+    const std::vector<int32_t> id_of = id_table(vocab);
+    ProgressBar progress("reading " + path, file_size_or_zero(path), ProgressBar::Unit::bytes, progress_bar);
+    int64_t bytes = 0;
+    TokenIds ids(id_width(vocab.size(), path));
+    encode_text(path, path, vocab, id_of, progress, bytes, [&](const std::vector<int32_t>& block) {
+        for (int32_t id : block) ids.push_back(id);
+    });
+    log_read(("read " + path + ":").c_str(), bytes, progress.seconds());
     return ids;
 }
 
@@ -114,58 +137,147 @@ std::vector<Probe> load_probes(const std::string& path) {
     return probes;
 }
 
-// The texts are read as bytes and turned into ids in two passes (count the characters and
-// collect the vocabulary, then encode), so memory holds the bytes and the ids, never the
-// characters as well: a 100 MB corpus costs its bytes plus 4 bytes per character.
-std::string corpus_fingerprint(const Corpus& corpus) {
-    uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a, 64-bit
-    auto mix = [&](uint32_t value) {
-        for (int byte = 0; byte < 4; ++byte) {
-            hash ^= (value >> (8 * byte)) & 0xff;
-            hash *= 0x100000001b3ULL;
-        }
-    };
-    for (char32_t c : corpus.vocab.chars()) mix(static_cast<uint32_t>(c));
-    mix(0xffffffffu);  // separators: moving the split between train and val changes the hash
-    for (int32_t id : corpus.train) mix(static_cast<uint32_t>(id));
-    mix(0xffffffffu);
-    for (int32_t id : corpus.val) mix(static_cast<uint32_t>(id));
+void CorpusFingerprint::add(uint32_t value) {
+    constexpr uint64_t prime = 0x100000001b3ULL;
+    constexpr uint64_t prime_cubed = prime * prime * prime;  // modulo 2^64, as the hash multiplies
+    if (value < 256) {  // the three zero bytes only multiply (x ^ 0 = x): the same hash, faster
+        hash_ = (hash_ ^ value) * prime;
+        hash_ *= prime_cubed;
+        return;
+    }
+    for (int byte = 0; byte < 4; ++byte) {
+        hash_ ^= (value >> (8 * byte)) & 0xff;
+        hash_ *= prime;
+    }
+}
+
+void CorpusFingerprint::add_vocabulary(const Vocabulary& vocab) {
+    for (char32_t c : vocab.chars()) add(static_cast<uint32_t>(c));
+}
+
+void CorpusFingerprint::add_ids(const int32_t* ids, size_t count) {
+    for (size_t i = 0; i < count; ++i) add(static_cast<uint32_t>(ids[i]));
+}
+
+std::string CorpusFingerprint::hex() const {
     char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash_));
     return hex;
 }
 
-Corpus load_corpus(const DataConfig& data) {
-    Corpus corpus;
-    std::string train_name, val_name;
+std::string corpus_fingerprint(const Corpus& corpus) {
+    CorpusFingerprint fingerprint;
+    fingerprint.add_vocabulary(corpus.vocab);
+    fingerprint.add_separator();  // moving the split between train and val changes the hash
+    const std::vector<int32_t> train = corpus.train.to_vector(), val = corpus.val.to_vector();
+    fingerprint.add_ids(train.data(), train.size());
+    fingerprint.add_separator();
+    fingerprint.add_ids(val.data(), val.size());
+    return fingerprint.hex();
+}
+
+std::string corpus_description(const Corpus& corpus) {
+    return std::to_string(corpus.train.size()) + " training / " + std::to_string(corpus.val.size()) +
+           " validation characters, vocabulary " + std::to_string(corpus.vocab.size()) + ", fingerprint " +
+           corpus.fingerprint;
+}
+
+CorpusScan scan_corpus(const DataConfig& data, bool progress_bar) {
+    CorpusScan scan;
     CharSet used = empty_char_set();
-    if (!data.path.empty()) {
-        const std::string bytes = read_file(data.path);
-        const int64_t count = scan_text(bytes, data.path, used);
-        const int64_t split = static_cast<int64_t>((1.0 - data.val_fraction) * static_cast<double>(count));
-        train_name = data.path + " (training part)";
-        val_name = data.path + " (validation part)";
-        if (split < 2) throw InputError(train_name + ": the training text needs at least 2 characters");
-        if (count - split < 2) throw InputError(val_name + ": the validation text needs at least 2 characters");
-        corpus.vocab = vocabulary_of(used);
-        corpus.train.reserve(static_cast<size_t>(split));
-        corpus.val.reserve(static_cast<size_t>(count - split));
-        append_ids(bytes, data.path, corpus.vocab, 0, split, corpus.train);
-        append_ids(bytes, data.path, corpus.vocab, split, count, corpus.val);
+    const bool one_text = !data.path.empty();
+    const int64_t total_bytes =
+        one_text ? file_size_or_zero(data.path) : file_size_or_zero(data.train_path) + file_size_or_zero(data.val_path);
+    ProgressBar progress("reading " + (one_text ? data.path : data.train_path), total_bytes, ProgressBar::Unit::bytes,
+                         progress_bar);
+    int64_t bytes = 0;
+    if (one_text) {
+        const int64_t count = scan_text(data.path, used, progress, bytes);
+        scan.train_chars = static_cast<int64_t>((1.0 - data.val_fraction) * static_cast<double>(count));
+        scan.val_chars = count - scan.train_chars;
+        scan.train_name = data.path + " (training part)";
+        scan.val_name = data.path + " (validation part)";
     } else {
-        train_name = data.train_path;
-        val_name = data.val_path;
-        std::string train_bytes = read_file(data.train_path);
-        const int64_t train_count = scan_text(train_bytes, train_name, used);
-        if (train_count < 2) throw InputError(train_name + ": the training text needs at least 2 characters");
-        const std::string val_bytes = read_file(data.val_path);
-        const int64_t val_count = scan_text(val_bytes, val_name, used);
-        if (val_count < 2) throw InputError(val_name + ": the validation text needs at least 2 characters");
-        corpus.vocab = vocabulary_of(used);
-        corpus.train.reserve(static_cast<size_t>(train_count));
-        corpus.val.reserve(static_cast<size_t>(val_count));
-        append_ids(train_bytes, train_name, corpus.vocab, 0, train_count, corpus.train);
-        append_ids(val_bytes, val_name, corpus.vocab, 0, val_count, corpus.val);
+        scan.train_name = data.train_path;
+        scan.val_name = data.val_path;
+        scan.train_chars = scan_text(data.train_path, used, progress, bytes);
+        scan.val_chars = scan_text(data.val_path, used, progress, bytes);
+    }
+    if (scan.train_chars < 2) throw InputError(scan.train_name + ": the training text needs at least 2 characters");
+    if (scan.val_chars < 2) throw InputError(scan.val_name + ": the validation text needs at least 2 characters");
+    scan.vocab = vocabulary_of(used);
+    scan.id_bytes = id_width(scan.vocab.size(), one_text ? data.path : data.train_path + " and " + data.val_path);
+    log_read("scanned", bytes, progress.seconds());
+    return scan;
+}
+
+std::string encode_corpus(const DataConfig& data, const CorpusScan& scan, bool progress_bar,
+                          const std::function<void(bool is_validation, const std::vector<int32_t>& ids)>& on_ids) {
+    const std::vector<int32_t> id_of = id_table(scan.vocab);
+    CorpusFingerprint fingerprint;
+    fingerprint.add_vocabulary(scan.vocab);
+    fingerprint.add_separator();
+    const bool one_text = !data.path.empty();
+    const int64_t total_bytes =
+        one_text ? file_size_or_zero(data.path) : file_size_or_zero(data.train_path) + file_size_or_zero(data.val_path);
+    ProgressBar progress("encoding " + (one_text ? data.path : data.train_path), total_bytes, ProgressBar::Unit::bytes,
+                         progress_bar);
+    int64_t bytes = 0;
+    if (one_text) {
+        int64_t index = 0;  // of the block's first character in the text
+        bool in_validation = false;
+        std::vector<int32_t> part;
+        encode_text(data.path, data.path, scan.vocab, id_of, progress, bytes, [&](const std::vector<int32_t>& ids) {
+            const int64_t n = static_cast<int64_t>(ids.size());
+            const int64_t in_train = std::clamp<int64_t>(scan.train_chars - index, 0, n);  // the block's training ids
+            if (in_train > 0) {
+                part.assign(ids.begin(), ids.begin() + in_train);
+                fingerprint.add_ids(part.data(), part.size());
+                on_ids(false, part);
+            }
+            if (in_train < n) {
+                if (!in_validation) fingerprint.add_separator();  // the split: once, where validation starts
+                in_validation = true;
+                part.assign(ids.begin() + in_train, ids.end());
+                fingerprint.add_ids(part.data(), part.size());
+                on_ids(true, part);
+            }
+            index += n;
+        });
+    } else {
+        encode_text(data.train_path, data.train_path, scan.vocab, id_of, progress, bytes,
+                    [&](const std::vector<int32_t>& ids) {
+                        fingerprint.add_ids(ids.data(), ids.size());
+                        on_ids(false, ids);
+                    });
+        fingerprint.add_separator();
+        encode_text(data.val_path, data.val_path, scan.vocab, id_of, progress, bytes,
+                    [&](const std::vector<int32_t>& ids) {
+                        fingerprint.add_ids(ids.data(), ids.size());
+                        on_ids(true, ids);
+                    });
+    }
+    log_read("encoded", bytes, progress.seconds());
+    return fingerprint.hex();
+}
+
+Corpus load_corpus(const DataConfig& data, bool progress_bar) {
+    Corpus corpus;
+    if (!data.prepared.empty()) {
+        corpus = load_prepared(data.prepared);
+    } else {
+        const CorpusScan scan = scan_corpus(data, progress_bar);
+        corpus.vocab = scan.vocab;
+        corpus.train_name = scan.train_name;
+        corpus.val_name = scan.val_name;
+        corpus.train = TokenIds(scan.id_bytes);
+        corpus.val = TokenIds(scan.id_bytes);
+        corpus.train.reserve(scan.train_chars);
+        corpus.val.reserve(scan.val_chars);
+        corpus.fingerprint = encode_corpus(data, scan, progress_bar, [&](bool is_validation, const std::vector<int32_t>& ids) {
+            TokenIds& into = is_validation ? corpus.val : corpus.train;
+            for (int32_t id : ids) into.push_back(id);
+        });
     }
     if (!data.probes_path.empty()) {
         corpus.probes = load_probes(data.probes_path);
@@ -177,36 +289,36 @@ Corpus load_corpus(const DataConfig& data) {
     return corpus;
 }
 
-// The windows ids[start .. start+T] for each start: inputs are the first T, targets the last T.
-static Batch windows_at(const std::vector<int32_t>& ids, const std::vector<int64_t>& starts, int64_t context) {
+Batch windows_at(const TokenIds& ids, const std::vector<int64_t>& starts, int64_t context) {
     const int64_t batch_size = static_cast<int64_t>(starts.size());
+    std::vector<int32_t> window(static_cast<size_t>(context + 1));
     std::vector<int32_t> inputs(batch_size * context), targets(batch_size * context);
-    for (int64_t b = 0; b < batch_size; ++b)
-        for (int64_t t = 0; t < context; ++t) {
-            inputs[b * context + t] = ids[starts[b] + t];
-            targets[b * context + t] = ids[starts[b] + t + 1];
-        }
+    for (int64_t b = 0; b < batch_size; ++b) {
+        ids.copy_to(starts[b], context + 1, window.data());
+        std::copy(window.begin(), window.end() - 1, inputs.begin() + b * context);
+        std::copy(window.begin() + 1, window.end(), targets.begin() + b * context);
+    }
     return {Tensor::ids(inputs, {batch_size, context}), Tensor::ids(targets, {batch_size, context})};
 }
 
-static void require_a_window(const std::vector<int32_t>& ids, int64_t context, int64_t extra) {
-    const int64_t n = static_cast<int64_t>(ids.size());
+static void require_a_window(const TokenIds& ids, int64_t context, int64_t extra) {
+    const int64_t n = ids.size();
     if (n < context + 1 + extra)
         throw InputError("the training text has " + std::to_string(n) + " characters; windows of context + 1 = " +
                          std::to_string(context + 1) + " need at least " + std::to_string(context + 1 + extra));
 }
 
-Batch sample_batch(const std::vector<int32_t>& ids, int64_t batch_size, int64_t context, Rng& rng) {
+Batch sample_batch(const TokenIds& ids, int64_t batch_size, int64_t context, Rng& rng) {
     require_a_window(ids, context, 0);
-    const int64_t n = static_cast<int64_t>(ids.size());
+    const int64_t n = ids.size();
     std::vector<int64_t> starts(static_cast<size_t>(batch_size));
     for (int64_t& start : starts) start = static_cast<int64_t>(rng.below(n - context));
     return windows_at(ids, starts, context);
 }
 
-Batch sample_batch(const std::vector<int32_t>& ids, int64_t batch_size, int64_t context, TorchRng& rng) {
+Batch sample_batch(const TokenIds& ids, int64_t batch_size, int64_t context, TorchRng& rng) {
     require_a_window(ids, context, 1);  // randint's bound n - T - 1 must be at least 1
-    const int64_t n = static_cast<int64_t>(ids.size());
+    const int64_t n = ids.size();
     std::vector<int64_t> starts(static_cast<size_t>(batch_size));
     for (int64_t& start : starts) start = rng.randint(n - context - 1);
     return windows_at(ids, starts, context);

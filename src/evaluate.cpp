@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "tinyformer/autograd.hpp"
+#include "tinyformer/errors.hpp"
+#include "tinyformer/progress.hpp"
 #include "tinyformer/ops.hpp"
 #include "tinyformer/sampler.hpp"
 
@@ -10,38 +12,29 @@ namespace tinyformer {
 
 // Sum of cross-entropies (not the mean) of the windows starting at `starts`, all of length
 // `length` + 1 ids, in one batch.
-static double window_loss_sum(const Transformer& model, const std::vector<int32_t>& ids,
-                              const std::vector<int64_t>& starts, int64_t length) {
-    const int64_t B = static_cast<int64_t>(starts.size());
-    std::vector<int32_t> inputs(B * length), targets(B * length);
-    for (int64_t b = 0; b < B; ++b)
-        for (int64_t t = 0; t < length; ++t) {
-            inputs[b * length + t] = ids[starts[b] + t];
-            targets[b * length + t] = ids[starts[b] + t + 1];
-        }
-    Tensor loss = model.loss(Tensor::ids(inputs, {B, length}), Tensor::ids(targets, {B, length}));
-    return loss.item() * static_cast<double>(B * length);
+static double window_loss_sum(const Transformer& model, const TokenIds& ids, const std::vector<int64_t>& starts,
+                              int64_t length) {
+    const Batch batch = windows_at(ids, starts, length);
+    ids.release_pages();  // a memory-mapped text: see TokenIds::release_pages
+    Tensor loss = model.loss(batch.inputs, batch.targets);
+    return loss.item() * static_cast<double>(static_cast<int64_t>(starts.size()) * length);
 }
 
-TextScore score_text(const Transformer& model, const std::vector<int32_t>& ids, int64_t max_windows) {
+TextScore score_windows(const Transformer& model, const TokenIds& ids, const std::vector<int64_t>& starts,
+                        bool progress_bar) {
     NoGradScope no_grad;
-    const int64_t T = model.config().context, n = static_cast<int64_t>(ids.size());
-    std::vector<int64_t> starts;  // every window ids[k*T : k*T+T+1] with at least 2 ids
-    for (int64_t k = 0; k * T < n - 1; ++k) starts.push_back(k * T);
-    if (max_windows > 0 && static_cast<int64_t>(starts.size()) > max_windows) {
-        std::vector<int64_t> spaced;
-        for (int64_t i = 0; i < max_windows; ++i) spaced.push_back(starts[i * starts.size() / max_windows]);
-        starts = spaced;
-    }
-
+    const int64_t T = model.config().context, n = ids.size();
+    ProgressBar progress("evaluating", static_cast<int64_t>(starts.size()), ProgressBar::Unit::windows, progress_bar);
     double total = 0;
-    int64_t predicted = 0;
+    int64_t predicted = 0, done = 0;
     std::vector<int64_t> full_windows;
     auto flush = [&] {
         if (full_windows.empty()) return;
         total += window_loss_sum(model, ids, full_windows, T);
         predicted += static_cast<int64_t>(full_windows.size()) * T;
+        done += static_cast<int64_t>(full_windows.size());
         full_windows.clear();
+        progress.update(done);
     };
     for (int64_t start : starts) {
         const int64_t length = std::min(T, n - 1 - start);  // predicted characters in this window
@@ -51,16 +44,40 @@ TextScore score_text(const Transformer& model, const std::vector<int32_t>& ids, 
         } else {  // the last, shorter window
             total += window_loss_sum(model, ids, {start}, length);
             predicted += length;
+            ++done;
         }
     }
     flush();
 
     TextScore score;
     score.predicted = predicted;
+    score.windows = static_cast<int64_t>(starts.size());
     score.loss = predicted ? total / static_cast<double>(predicted) : 0.0;
     score.bpc = score.loss / std::log(2.0);
     score.perplexity = std::exp(score.loss);
     return score;
+}
+
+TextScore score_text(const Transformer& model, const TokenIds& ids, int64_t max_windows, bool progress_bar) {
+    const int64_t T = model.config().context, n = ids.size();
+    std::vector<int64_t> starts;  // every window ids[k*T : k*T+T+1] with at least 2 ids
+    for (int64_t k = 0; k * T < n - 1; ++k) starts.push_back(k * T);
+    if (max_windows > 0 && static_cast<int64_t>(starts.size()) > max_windows) {
+        std::vector<int64_t> spaced;
+        for (int64_t i = 0; i < max_windows; ++i) spaced.push_back(starts[i * starts.size() / max_windows]);
+        starts = spaced;
+    }
+    return score_windows(model, ids, starts, progress_bar);
+}
+
+std::vector<int64_t> random_windows(int64_t text_length, int64_t context, int64_t count, uint64_t seed) {
+    if (text_length < context + 1)
+        throw InputError("the validation text has " + std::to_string(text_length) +
+                         " characters, fewer than one window of model.context + 1 = " + std::to_string(context + 1));
+    Rng rng(seed);
+    std::vector<int64_t> starts(static_cast<size_t>(count));
+    for (int64_t& start : starts) start = static_cast<int64_t>(rng.below(text_length - context));
+    return starts;
 }
 
 ProbeScore score_probes(const Transformer& model, const Vocabulary& vocab, const std::vector<Probe>& probes) {

@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     app.footer("Exit codes: 0 success, 1 runtime failure, 2 usage/config/input error, 130 interrupted.");
     std::vector<Runner> runners = {add_train(app), add_sample(app), add_eval(app), add_grads(app), add_gradcheck(app),
-                                   add_bench(app), add_inspect(app), add_serve(app), add_lesson(app)};
+                                   add_bench(app), add_inspect(app), add_serve(app), add_lesson(app),
+                                   add_prepare(app)};
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -11,11 +11,11 @@
 
 namespace tinyformer {
 
-char32_t next_utf8_char(std::string_view bytes, size_t& i, const std::string& source) {
+char32_t next_utf8_char(std::string_view bytes, size_t& i, const std::string& source, int64_t block_offset) {
     auto fail = [&](const char* what) {
         char byte[8];
         std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(bytes[i]));
-        throw InputError(source + ": invalid UTF-8 at byte " + std::to_string(i) + " (" + byte + "): " + what +
+        throw InputError(source + ": invalid UTF-8 at byte " + std::to_string(block_offset + static_cast<int64_t>(i)) + " (" + byte + "): " + what +
                          "; expected UTF-8 text");
     };
     const unsigned char lead = static_cast<unsigned char>(bytes[i]);

@@ -1,6 +1,7 @@
 #include "tinyformer/trainer.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "tinyformer/autograd.hpp"
@@ -55,8 +57,11 @@ struct BatchDraws {
           own(static_cast<uint64_t>(train.seed) ^ 0x5eedba7c4ULL),
           torch(static_cast<uint64_t>(train.seed)) {}
 
-    Batch next(const std::vector<int32_t>& ids, int64_t batch_size, int64_t context) {
-        return use_torch ? sample_batch(ids, batch_size, context, torch) : sample_batch(ids, batch_size, context, own);
+    Batch next(const TokenIds& ids, int64_t batch_size, int64_t context) {
+        Batch batch =
+            use_torch ? sample_batch(ids, batch_size, context, torch) : sample_batch(ids, batch_size, context, own);
+        ids.release_pages();  // a memory-mapped corpus stays out of the resident set (TokenIds::release_pages)
+        return batch;
     }
 
     bool use_torch;
@@ -133,14 +138,6 @@ int64_t load_train_state(const std::string& path, Transformer& model, AdamW& ada
     return static_cast<int64_t>(integer("step"));
 }
 
-// "72159 training / 4789 validation characters, vocabulary 79, fingerprint 0123456789abcdef":
-// what a train state records of its data, so that --resume can refuse other data.
-std::string corpus_description(const Corpus& corpus) {
-    return std::to_string(corpus.train.size()) + " training / " + std::to_string(corpus.val.size()) +
-           " validation characters, vocabulary " + std::to_string(corpus.vocab.size()) + ", fingerprint " +
-           corpus_fingerprint(corpus);
-}
-
 // The model keys of two configurations that differ, as "model.d_model (64 → 128)".
 std::string model_differences(const RunConfig& saved, const RunConfig& now) {
     nlohmann::json a = config_to_json(saved)["model"], b = config_to_json(now)["model"];
@@ -206,14 +203,29 @@ nlohmann::json train(const TrainOptions& options) {
     const std::string model_path = (fs::path(dir) / "model.safetensors").string();
 
     // Everything that can be wrong is found before the first step.
-    Corpus corpus = load_corpus(config.data);
+    const bool terminal = config.logging.progress_bar && isatty(STDERR_FILENO);
+    Corpus corpus = load_corpus(config.data, terminal);
     if (config.model.vocab_size != 0 && config.model.vocab_size != corpus.vocab.size())
         throw InputError("model.vocab_size: " + std::to_string(config.model.vocab_size) + ", but the corpus has " +
                          std::to_string(corpus.vocab.size()) + " distinct characters");
     config.model.vocab_size = corpus.vocab.size();
-    if (static_cast<int64_t>(corpus.train.size()) < config.model.context + 1)
-        throw InputError("data: the training text has " + std::to_string(corpus.train.size()) +
-                         " characters, fewer than model.context + 1 = " + std::to_string(config.model.context + 1));
+    if (corpus.train.size() < config.model.context + 1)
+        throw InputError(corpus.train_name + ": " + std::to_string(corpus.train.size()) +
+                         " characters, fewer than one window of model.context + 1 = " +
+                         std::to_string(config.model.context + 1));
+    // The evaluations' windows: with train.eval_batches, random ones, drawn once from a
+    // generator of their own (so the training batches, and a resumed run, are the same with
+    // or without them) and scored at every evaluation; without, evenly spaced ones.
+    std::vector<int64_t> eval_starts;
+    if (config.train.eval_batches > 0) {
+        try {
+            eval_starts = random_windows(corpus.val.size(), config.model.context,
+                                         config.train.eval_batches * config.train.batch_size,
+                                         static_cast<uint64_t>(config.train.seed) ^ 0xe7a15eedULL);
+        } catch (const InputError& e) {
+            throw InputError(corpus.val_name + ": " + e.what() + ", needed by train.eval_batches");
+        }
+    }
 
     const std::string corpus_text = corpus_description(corpus);
 
@@ -280,13 +292,31 @@ nlohmann::json train(const TrainOptions& options) {
         saved_step = at_step;
     };
 
+    // The validation loss: at the evaluations (their windows), and at the end (train.final_eval).
+    auto evaluate_periodic = [&]() {
+        return eval_starts.empty() ? score_text(model, corpus.val, config.train.eval_windows, terminal)
+                                   : score_windows(model, corpus.val, eval_starts, terminal);
+    };
+    const bool final_full = config.train.final_eval == "full";
+    auto evaluate_final = [&]() {
+        if (!final_full) return evaluate_periodic();
+        const int64_t windows = (corpus.val.size() - 2) / T + 1;
+        if (windows > 5000)
+            spdlog::info("scoring the whole validation text: {} windows (train.final_eval = \"sampled\" would score "
+                         "the evaluations' {} instead)",
+                         windows, eval_starts.empty() ? std::min(windows, config.train.eval_windows)
+                                                      : static_cast<int64_t>(eval_starts.size()));
+        return score_text(model, corpus.val, 0, terminal);
+    };
+    std::optional<TextScore> final_score;  // the last evaluation's, when it was the final one
+
     interrupt_requested = 0;
     auto previous_handler = std::signal(SIGINT, on_sigint);
-    const bool terminal = config.logging.progress_bar && isatty(STDERR_FILENO);
     const Clock::time_point loop_start = Clock::now();
     const int64_t first_step = step;
     double interval_loss = 0, last_train_loss = NAN;
     int64_t interval_steps = 0;
+    double seconds_to_first_step = 0;  // from the start: reading the data, building the model, one step
     Clock::time_point interval_start = Clock::now();
 
     while (step < total) {
@@ -307,6 +337,7 @@ nlohmann::json train(const TrainOptions& options) {
         const double grad_norm = clip_grad_norm(model.parameters(), config.optim.grad_clip);
         adam.step(lr);
         ++step;
+        if (step == first_step + 1) seconds_to_first_step = seconds_since(started);
         interval_loss += loss_value;
         ++interval_steps;
 
@@ -322,7 +353,7 @@ nlohmann::json train(const TrainOptions& options) {
                                   {"tokens_per_s", tokens_per_second}, {"elapsed_s", elapsed}};
             std::string val_text;
             if (evaluate_now) {
-                TextScore val = score_text(model, corpus.val, step == total ? 0 : config.train.eval_windows);
+                TextScore val = step == total ? *(final_score = evaluate_final()) : evaluate_periodic();
                 row["val_loss"] = val.loss;
                 if (!role_subset.empty()) row["roles"] = training_roles(model, corpus.vocab, role_subset);
                 char buffer[32];
@@ -355,8 +386,15 @@ nlohmann::json train(const TrainOptions& options) {
     const double train_seconds = seconds_since(loop_start);
     if (step == first_step) save_checkpoint(step);  // nothing to do, but leave a loadable run
 
-    // The final scores: the whole validation text, and the probes.
-    TextScore val = score_text(model, corpus.val);
+    // The final scores: the validation text (train.final_eval), and the probes.
+    const TextScore val = final_score ? *final_score : evaluate_final();
+    nlohmann::json val_eval = {{"over", final_full ? "the full validation text" : "the evaluations' sampled windows"},
+                               {"windows", val.windows},
+                               {"characters", val.predicted}};
+    if (!final_full)
+        val_eval["sampling"] = eval_starts.empty()
+                                   ? "train.eval_windows evenly spaced windows"
+                                   : "train.eval_batches × train.batch_size random windows (seed train.seed ^ 0xe7a15eed)";
     nlohmann::json summary = {
         {"name", config.name},
         {"steps", step},
@@ -364,6 +402,7 @@ nlohmann::json train(const TrainOptions& options) {
         {"val_loss", val.loss},
         {"val_bpc", val.bpc},
         {"val_perplexity", val.perplexity},
+        {"val_eval", val_eval},
         {"params", model.parameters().count()},
         {"vocab_size", corpus.vocab.size()},
         {"tokens_per_second", step > first_step ? (step - first_step) * B * T / train_seconds : 0.0},
@@ -379,7 +418,11 @@ nlohmann::json train(const TrainOptions& options) {
     } else {
         summary["probe_accuracy"] = nullptr;
     }
+    summary["seconds_to_first_step"] = seconds_to_first_step;
     summary["wall_seconds"] = seconds_since(started);
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    summary["peak_rss_mb"] = static_cast<double>(usage.ru_maxrss) / 1024.0;  // kB on Linux
     write_file_atomic((fs::path(dir) / "loss.svg").string(), metrics.loss_svg(config.name));
     write_file_atomic((fs::path(dir) / "summary.json").string(), summary.dump(2) + "\n");
     spdlog::info("done: val loss {:.4f} ({:.3f} bits/char), {:.1f}s of training, run in {}", val.loss, val.bpc,

@@ -164,7 +164,7 @@ TEST_CASE("the shipped configs load", "[config]") {
     // Without the override there is no corpus, and the message says how to give one.
     const std::string message = error_of([&] { load_config(shakespeare_toml); });
     CHECK_THAT(message, ContainsSubstring("shakespeare_char.toml"));
-    CHECK_THAT(message, ContainsSubstring("data.path: no corpus given (set data.path, or data.train_path and data.val_path)"));
+    CHECK_THAT(message, ContainsSubstring("data.path: no corpus given (set data.path, or data.train_path and data.val_path, or data.prepared)"));
 }
 
 TEST_CASE("Overrides with --set are parsed as TOML values and type-checked", "[config]") {
@@ -357,7 +357,7 @@ TEST_CASE("the corpus: one of path or train_path + val_path, and the files must 
         return error_of([&] { load_config(file, {}, check_files); });
     };
     CHECK_THAT(error_for("[train]\nsteps = 5\n"),
-               ContainsSubstring("data.toml: data.path: no corpus given (set data.path, or data.train_path and data.val_path)"));
+               ContainsSubstring("data.toml: data.path: no corpus given (set data.path, or data.train_path and data.val_path, or data.prepared)"));
     CHECK_THAT(error_for("[data]\npath = \"a.txt\"\ntrain_path = \"b.txt\"\nval_path = \"c.txt\"\n"),
                ContainsSubstring("data.toml:3:14: data.train_path: given together with data.path"));
     CHECK_THAT(error_for("[data]\ntrain_path = \"b.txt\"\n"),

@@ -16,15 +16,22 @@ struct DataConfig {
     std::string path;          // one text, split: the last val_fraction is validation
     std::string train_path;    // or two texts (then `path` must be empty)
     std::string val_path;
+    std::string prepared;      // or a directory `tinyformer prepare` wrote: ids memory-mapped
     std::string probes_path;   // optional: prompt<TAB>answer lines, scored by greedy decoding
     double val_fraction = 0.1; // in (0, 1), used with `path`
+
+    bool has_corpus() const { return !path.empty() || !val_path.empty() || !prepared.empty(); }
+    // The validation text's name in messages: "big.txt (validation part)", "val.txt", "DIR/val.bin".
+    std::string validation_name() const;
 };
 
 struct TrainConfig {
     int64_t steps = 2000;
     int64_t batch_size = 32;
     int64_t eval_every = 200;     // validation loss every N steps (and at the end); 0 = only at the end
-    int64_t eval_windows = 64;    // validation windows per periodic evaluation (the final one uses all)
+    int64_t eval_windows = 64;    // validation windows per periodic evaluation, evenly spaced (without eval_batches)
+    int64_t eval_batches = 0;     // > 0: each evaluation scores this many batches of random validation windows
+    std::string final_eval = "full"; // the end's val_loss: "full" validation text, or "sampled" as the evaluations
     int64_t checkpoint_every = 0; // save model + train state every N steps; 0 = at evaluations and the end
     int64_t seed = 1337;          // initialisation and batch sampling
     int64_t threads = 0;          // 0 = all cores

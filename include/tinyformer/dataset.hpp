@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "tinyformer/rng.hpp"
 #include "tinyformer/tensor.hpp"
 #include "tinyformer/text.hpp"
+#include "tinyformer/token_ids.hpp"
 #include "tinyformer/torch_rng.hpp"
 
 namespace tinyformer {
@@ -21,20 +23,55 @@ struct Probe {
 };
 
 struct Corpus {
-    Vocabulary vocab;              // the sorted distinct characters of train + val
-    std::vector<int32_t> train;    // ids
-    std::vector<int32_t> val;
-    std::vector<Probe> probes;     // empty without data.probes_path
+    Vocabulary vocab;            // the sorted distinct characters of train + val
+    TokenIds train, val;         // ids, one or two bytes each (token_ids.hpp)
+    std::vector<Probe> probes;   // empty without data.probes_path
+    std::string train_name, val_name;  // "big.txt (training part)", for messages
+    std::string fingerprint;     // corpus_fingerprint's value, computed as the ids were read
 };
 
-// Reads and decodes the data files named by `data` (one text split at 1 - val_fraction, or
-// two texts), as read_text reads a text, keeping only the ids: memory holds a file's bytes
-// and 4 bytes per character, no other copy. Throws InputError naming the file.
-Corpus load_corpus(const DataConfig& data);
+// Reads the data named by `data`: one text split at 1 - val_fraction, two texts, or a
+// directory that `tinyformer prepare` wrote (prepared_data.hpp), which is memory-mapped.
+// A text is read twice, a block at a time: once for its vocabulary and length, once to
+// encode it; memory holds the ids (one or two bytes per character), never the text.
+// Shows a progress bar (bytes/s) on a terminal when `progress_bar`. Throws InputError
+// naming the file (and byte offset, character or key) for anything wrong with the data.
+Corpus load_corpus(const DataConfig& data, bool progress_bar = false);
 
-// 64-bit FNV-1a over the vocabulary's characters, the training ids and the validation ids,
-// as 16 hex digits: a resumed run checks that it continues on the text it started on.
-std::string corpus_fingerprint(const Corpus& corpus);
+// 64-bit FNV-1a over the vocabulary's characters, the training ids and the validation ids
+// (each as 4 little-endian bytes, with a separator between the three), as 16 hex digits:
+// a resumed run checks that it continues on the text it started on. The same data gives
+// the same value read as a text or as prepared ids.
+class CorpusFingerprint {
+public:
+    void add_vocabulary(const Vocabulary& vocab);
+    void add_separator() { add(0xffffffffu); }
+    void add(uint32_t value);
+    void add_ids(const int32_t* ids, size_t count);
+    std::string hex() const;
+
+private:
+    uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+std::string corpus_fingerprint(const Corpus& corpus);  // from the ids, the slow way: for tests
+
+// "72159 training / 4789 validation characters, vocabulary 79, fingerprint 0123456789abcdef":
+// what a train state records of its data, so that --resume can refuse other data.
+std::string corpus_description(const Corpus& corpus);
+
+// The two passes load_corpus makes over a corpus's texts, for `tinyformer prepare` too.
+struct CorpusScan {
+    Vocabulary vocab;
+    int64_t train_chars = 0, val_chars = 0;
+    int id_bytes = 1;  // id_width(vocab.size())
+    std::string train_name, val_name;
+};
+// Pass 1: the vocabulary and the lengths; checks the UTF-8, the split, and the vocabulary's size.
+CorpusScan scan_corpus(const DataConfig& data, bool progress_bar);
+// Pass 2: the ids, in order (all the training ids, then the validation ids), handed to
+// `on_ids(is_validation, ids)` a block at a time; returns the corpus fingerprint.
+std::string encode_corpus(const DataConfig& data, const CorpusScan& scan, bool progress_bar,
+                          const std::function<void(bool is_validation, const std::vector<int32_t>& ids)>& on_ids);
 
 // prompt<TAB>answer lines (UTF-8, no header). Throws InputError "<file>:<line>: ...".
 std::vector<Probe> load_probes(const std::string& path);
@@ -44,7 +81,7 @@ std::vector<Probe> load_probes(const std::string& path);
 std::u32string read_text(const std::string& path);
 // The same text as ids in `vocab`, without holding its characters. Throws InputError naming
 // the file, the first character outside the vocabulary and its position.
-std::vector<int32_t> read_ids(const std::string& path, const Vocabulary& vocab);
+TokenIds read_ids(const std::string& path, const Vocabulary& vocab, bool progress_bar = false);
 
 struct Batch {
     Tensor inputs;   // [B,T] i32
@@ -52,9 +89,11 @@ struct Batch {
 };
 
 // B windows of T+1 consecutive ids at uniformly random offsets drawn from `rng`.
-Batch sample_batch(const std::vector<int32_t>& ids, int64_t batch_size, int64_t context, Rng& rng);
+Batch sample_batch(const TokenIds& ids, int64_t batch_size, int64_t context, Rng& rng);
 // The same windows as torch_model.py train draws them: torch.randint(len(ids) - T - 1, (B,))
 // (so never the very last window, as there).
-Batch sample_batch(const std::vector<int32_t>& ids, int64_t batch_size, int64_t context, TorchRng& rng);
+Batch sample_batch(const TokenIds& ids, int64_t batch_size, int64_t context, TorchRng& rng);
+// The windows ids[start .. start+T] for each start: inputs the first T, targets the last T.
+Batch windows_at(const TokenIds& ids, const std::vector<int64_t>& starts, int64_t context);
 
 }  // namespace tinyformer

@@ -16,13 +16,26 @@ struct TextScore {
     double bpc = 0;         // loss / ln 2
     double perplexity = 0;  // exp(loss)
     int64_t predicted = 0;  // characters scored
+    int64_t windows = 0;    // windows they were scored in
 };
 
 // The text is cut into consecutive windows ids[k*T : k*T+T+1] (every window with at least
 // 2 ids counts) — exactly as ../shared/reference/torch_model.py eval does — and the loss is
 // the mean over all predicted characters. With max_windows > 0, only that many windows,
 // evenly spaced over the text, are scored (for quick evaluations during training).
-TextScore score_text(const Transformer& model, const std::vector<int32_t>& ids, int64_t max_windows = 0);
+// With `progress_bar`, a terminal shows how many windows are done.
+TextScore score_text(const Transformer& model, const TokenIds& ids, int64_t max_windows = 0,
+                     bool progress_bar = false);
+
+// `count` windows of T+1 ids at random starts, uniform over [0, n - T - 1] as the training
+// batches are, drawn from a generator of their own seeded with `seed` (the same seed, the
+// same windows: every evaluation of a run scores the same ones). Throws InputError if the
+// text is shorter than one window.
+std::vector<int64_t> random_windows(int64_t text_length, int64_t context, int64_t count, uint64_t seed);
+// The mean loss over the windows starting at `starts` (each scores min(T, n - 1 - start)
+// characters), 32 windows per forward pass.
+TextScore score_windows(const Transformer& model, const TokenIds& ids, const std::vector<int64_t>& starts,
+                        bool progress_bar = false);
 
 struct ProbeResult {
     Probe probe;

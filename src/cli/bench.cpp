@@ -9,6 +9,7 @@
 #include "tinyformer/bench.hpp"
 #include "tinyformer/config.hpp"
 #include "tinyformer/dataset.hpp"
+#include "tinyformer/prepared_data.hpp"
 #include "tinyformer/errors.hpp"
 
 namespace tinyformer::cli {
@@ -24,6 +25,7 @@ int64_t vocab_size_for(const RunConfig& config, int64_t vocab_option) {
     }
     if (config.model.vocab_size > 0) return config.model.vocab_size;
     const DataConfig& data = config.data;
+    if (!data.prepared.empty()) return load_prepared(data.prepared).vocab.size();
     const std::string& text = data.path.empty() ? data.train_path : data.path;
     if (text.empty() || !std::filesystem::exists(text))
         throw InputError("bench: the vocabulary size comes from the config's corpus, and \"" + text +

@@ -32,5 +32,6 @@ Runner add_inspect(CLI::App& app);
 Runner add_bench(CLI::App& app);
 Runner add_serve(CLI::App& app);
 Runner add_lesson(CLI::App& app);
+Runner add_prepare(CLI::App& app);
 
 }  // namespace tinyformer::cli

@@ -14,6 +14,7 @@ namespace tinyformer::cli {
 Runner add_eval(CLI::App& app) {
     struct Args {
         std::string checkpoint, text, probes;
+        int64_t batches = 0, batch_size = 32, seed = 1337;
         bool json = false;
     };
     auto args = std::make_shared<Args>();
@@ -22,6 +23,13 @@ Runner add_eval(CLI::App& app) {
     cmd->add_option("--checkpoint", args->checkpoint, "a .safetensors file or a run directory")->required();
     cmd->add_option("--text", args->text, "text to score (default: the validation text of the checkpoint's config)");
     cmd->add_option("--probes", args->probes, "prompt<TAB>answer file (default: the config's data.probes_path)");
+    cmd->add_option("--batches", args->batches,
+                    "score this many batches of random windows instead of the whole text (as train.eval_batches)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--batch-size", args->batch_size, "windows per batch with --batches")
+        ->check(CLI::PositiveNumber)
+        ->default_val(32);
+    cmd->add_option("--seed", args->seed, "the windows' seed with --batches")->check(CLI::NonNegativeNumber)->default_val(1337);
     cmd->add_flag("--json", args->json, "print one JSON object");
     cmd->footer("The text is cut into consecutive windows ids[k*T : k*T+T+1], as torch_model.py eval does.");
     add_engine_options(cmd, *engine);
@@ -30,26 +38,37 @@ Runner add_eval(CLI::App& app) {
         apply_engine_options(*engine);
         LoadedModel loaded = load_model(args->checkpoint);
         const DataConfig& data = loaded.config.data;
-        std::vector<int32_t> ids;
+        TokenIds ids;
         std::string text_name = args->text;
         if (!args->text.empty()) {
-            ids = read_ids(args->text, loaded.vocab);
-        } else if (!data.val_path.empty() || !data.path.empty()) {
-            Corpus corpus = load_corpus(data);  // the validation text as training split it
+            ids = read_ids(args->text, loaded.vocab, true);
+        } else if (data.has_corpus()) {
+            DataConfig text_only = data;
+            text_only.probes_path.clear();
+            Corpus corpus = load_corpus(text_only, true);  // the validation text as training split it
             ids = corpus.val;
-            text_name = data.val_path.empty() ? data.path + " (validation part)" : data.val_path;
+            text_name = data.validation_name();
             if (corpus.vocab.chars() != loaded.vocab.chars())
                 throw InputError(text_name + ": its corpus no longer has the checkpoint's vocabulary");
         } else {
             throw InputError("eval: the checkpoint's config names no validation text; give --text FILE");
         }
         if (ids.size() < 2) throw InputError(text_name + ": needs at least 2 characters to score");
-        TextScore score = score_text(*loaded.model, ids);
+        const int64_t T = loaded.model->config().context;
+        TextScore score;
+        if (args->batches > 0) {  // random windows, as train.eval_batches draws them
+            const std::vector<int64_t> starts =
+                random_windows(ids.size(), T, args->batches * args->batch_size, static_cast<uint64_t>(args->seed));
+            score = score_windows(*loaded.model, ids, starts, true);
+        } else {
+            score = score_text(*loaded.model, ids, 0, true);
+        }
 
         std::string probes_path = args->probes.empty() ? data.probes_path : args->probes;
         nlohmann::json out = {{"checkpoint", loaded.path}, {"text", text_name}, {"loss", score.loss},
                               {"bpc", score.bpc},          {"perplexity", score.perplexity},
-                              {"predicted", score.predicted}};
+                              {"predicted", score.predicted}, {"windows", score.windows},
+                              {"over", args->batches > 0 ? "random windows" : "the whole text"}};
         if (!probes_path.empty()) {
             std::vector<Probe> probes = load_probes(probes_path);
             for (const Probe& probe : probes) loaded.vocab.encode(probe.prompt + probe.answer, probes_path);

@@ -30,6 +30,10 @@ namespace fs = std::filesystem;
 
 namespace tinyformer::cli {
 
+// The validation windows inspect reads, at most: enough for stable averages, and minutes,
+// not hours, on a gigabyte's validation text.
+constexpr int64_t kMaxTextWindows = 512;
+
 Runner add_inspect(CLI::App& app) {
     struct Args {
         std::string checkpoint, text, probes, out, view;
@@ -102,12 +106,14 @@ Runner add_inspect(CLI::App& app) {
 
         // The validation text, for reading patterns and losses.
         std::vector<int32_t> val_ids;
-        if (!data.val_path.empty() || !data.path.empty()) {
-            report.text_name = data.val_path.empty() ? data.path + " (validation part)" : data.val_path;
+        if (data.has_corpus()) {
+            report.text_name = data.validation_name();
             Corpus corpus;
             bool loaded_text = true;
             try {
-                corpus = load_corpus(DataConfig{data.path, data.train_path, data.val_path, "", data.val_fraction});
+                DataConfig text_only = data;
+                text_only.probes_path.clear();
+                corpus = load_corpus(text_only, true);
             } catch (const InputError& e) {
                 loaded_text = false;
                 const std::string note = std::string("no validation text (") + e.what() +
@@ -118,7 +124,16 @@ Runner add_inspect(CLI::App& app) {
             if (loaded_text) {
                 if (corpus.vocab.chars() != loaded.vocab.chars())
                     throw InputError(report.text_name + ": its corpus no longer has the checkpoint's vocabulary");
-                val_ids = corpus.val;
+                // A large text: its first kMaxTextWindows windows (the lesson's has 75).
+                const int64_t kept = std::min(corpus.val.size(), kMaxTextWindows * context + 1);
+                val_ids = corpus.val.slice(0, kept);
+                if (kept < corpus.val.size()) {
+                    const std::string note = "reading patterns, losses and mean ablation use the first " +
+                                             std::to_string(kept) + " of the validation text's " +
+                                             std::to_string(corpus.val.size()) + " characters";
+                    spdlog::info("{}", note);
+                    report.notes.push_back(note);
+                }
             }
         }
 

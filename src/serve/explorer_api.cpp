@@ -18,6 +18,9 @@ using nlohmann::json;
 
 namespace tinyformer {
 
+// The windows of the validation text that mean ablation averages over, at most.
+constexpr int64_t kMaxMeanWindows = 512;
+
 ApiReply api_error(int status, const std::string& message) { return {status, json{{"error", message}}}; }
 
 namespace {
@@ -192,13 +195,20 @@ ExplorerApi::ExplorerApi(const std::string& checkpoint) : loaded_(load_model(che
                                    "the run was trained in; start serve there)");
     }
 
-    // Mean ablation replaces a head's output by its mean over the validation text.
-    if (!data.val_path.empty() || !data.path.empty()) {
+    // Mean ablation replaces a head's output by its mean over the validation text (its
+    // first kMaxMeanWindows windows, for a large text).
+    if (data.has_corpus()) {
         try {
-            const Corpus corpus = load_corpus(DataConfig{data.path, data.train_path, data.val_path, "", data.val_fraction});
+            DataConfig text_only = data;
+            text_only.probes_path.clear();
+            const Corpus corpus = load_corpus(text_only);
             if (corpus.vocab.chars() != loaded_.vocab.chars())
                 throw InputError("its corpus no longer has the checkpoint's vocabulary");
-            for (const Tensor& mean : mean_head_outputs(model, corpus.val)) {
+            const int64_t kept = std::min(corpus.val.size(), kMaxMeanWindows * model.config().context + 1);
+            if (kept < corpus.val.size())
+                notes_.push_back("mean ablation uses the first " + std::to_string(kept) + " of the validation text's " +
+                                 std::to_string(corpus.val.size()) + " characters");
+            for (const Tensor& mean : mean_head_outputs(model, corpus.val.slice(0, kept))) {
                 const Tensor values = mean.to(DType::f32);
                 mean_outputs_.emplace_back(values.data<float>(), values.data<float>() + values.numel());
             }
