@@ -69,6 +69,9 @@ void require_same(const RunConfig& a, const RunConfig& b) {
     CHECK(a.train.batch_size == b.train.batch_size);
     CHECK(a.train.eval_every == b.train.eval_every);
     CHECK(a.train.eval_windows == b.train.eval_windows);
+    CHECK(a.train.eval_batches == b.train.eval_batches);
+    CHECK(a.train.final_eval == b.train.final_eval);
+    CHECK(a.data.prepared == b.data.prepared);
     CHECK(a.train.checkpoint_every == b.train.checkpoint_every);
     CHECK(a.train.seed == b.train.seed);
     CHECK(a.train.threads == b.train.threads);
@@ -93,7 +96,7 @@ RunConfig unusual_config() {
     c.data.val_path = "../elsewhere/val.txt";
     c.data.probes_path = "probes.tsv";
     c.data.val_fraction = 0.1 + 0.2;
-    c.train = {123, 7, 11, 13, 17, 42, 3, "torch"};
+    c.train = {123, 7, 11, 13, 17, 42, 3, "torch", 5, "sampled"};
     c.optim = {0.0123456789012345, 1.5e-5, 9, 0.05, 0.8, 0.95, 1e-6, 0.5};
     c.logging = {3, false};
     return c;

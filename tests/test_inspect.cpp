@@ -348,7 +348,7 @@ TEST_CASE("without ablation, text_loss and probe_accuracy are eval's numbers", "
     const Transformer model = small_model(2, 2, 8);
     const Vocabulary vocab = Vocabulary::from_text(kVocabText);
     const std::vector<int32_t> ids = vocab.encode(kStory + kStory + U"阿芳", "test");
-    REQUIRE(text_loss(model, ids) == Approx(score_text(model, ids).loss).epsilon(1e-9));
+    REQUIRE(text_loss(model, ids) == Approx(score_text(model, TokenIds(ids, 1)).loss).epsilon(1e-9));
 
     // Probes whose answers are the model's own greedy continuations are all correct; a
     // changed answer is not — in both scorers.

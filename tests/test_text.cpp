@@ -76,7 +76,7 @@ TEST_CASE("training windows are T+1 consecutive ids, targets shifted by one", "[
     std::vector<int32_t> ids(100);
     for (int i = 0; i < 100; ++i) ids[i] = i;
     Rng rng(3);
-    Batch batch = sample_batch(ids, 4, 8, rng);
+    Batch batch = sample_batch(TokenIds(ids, 1), 4, 8, rng);
     REQUIRE(batch.inputs.shape() == Shape{4, 8});
     for (int b = 0; b < 4; ++b)
         for (int t = 0; t < 8; ++t) {
@@ -84,8 +84,8 @@ TEST_CASE("training windows are T+1 consecutive ids, targets shifted by one", "[
             if (t) REQUIRE(batch.inputs.at(b * 8 + t) == batch.inputs.at(b * 8 + t - 1) + 1);
         }
     Rng same(3);
-    REQUIRE(sample_batch(ids, 4, 8, same).inputs.to_vector() == batch.inputs.to_vector());
-    REQUIRE_THROWS_WITH(sample_batch(std::vector<int32_t>(8, 0), 1, 8, rng), ContainsSubstring("context + 1"));
+    REQUIRE(sample_batch(TokenIds(ids, 2), 4, 8, same).inputs.to_vector() == batch.inputs.to_vector());  // width 2: the same
+    REQUIRE_THROWS_WITH(sample_batch(TokenIds(std::vector<int32_t>(8, 0), 1), 1, 8, rng), ContainsSubstring("context + 1"));
 }
 
 TEST_CASE("text files: a BOM is dropped, CRLF and lone CR read as LF, ids without a copy", "[text]") {

@@ -115,7 +115,7 @@ TEST_CASE("a batch drawn with TorchRng takes torch.randint(len - T - 1) starts",
     std::vector<int32_t> ids(50);
     for (int32_t i = 0; i < 50; ++i) ids[i] = i;  // id = position, so a window shows its start
     TorchRng rng(1337), same(1337);
-    const Batch batch = sample_batch(ids, 6, 8, rng);
+    const Batch batch = sample_batch(TokenIds(ids, 1), 6, 8, rng);
     const std::vector<double> inputs = batch.inputs.to_vector(), targets = batch.targets.to_vector();
     for (int64_t b = 0; b < 6; ++b) {
         const int64_t start = same.randint(50 - 8 - 1);
@@ -125,7 +125,7 @@ TEST_CASE("a batch drawn with TorchRng takes torch.randint(len - T - 1) starts",
         }
     }
     // randint's bound must be at least 1: T + 2 ids are needed, one more than our own sampler.
-    CHECK_THROWS_WITH(sample_batch(std::vector<int32_t>(9, 0), 1, 8, rng), ContainsSubstring("need at least 10"));
+    CHECK_THROWS_WITH(sample_batch(TokenIds(std::vector<int32_t>(9, 0), 1), 1, 8, rng), ContainsSubstring("need at least 10"));
 }
 
 TEST_CASE("TorchRng's state round-trips, the kept normal included, and malformed states are refused",
