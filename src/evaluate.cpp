@@ -1,5 +1,6 @@
 #include "tinyformer/evaluate.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "tinyformer/autograd.hpp"
@@ -20,10 +21,18 @@ static double window_loss_sum(const Transformer& model, const TokenIds& ids, con
     return loss.item() * static_cast<double>(static_cast<int64_t>(starts.size()) * length);
 }
 
+// Windows per forward pass: 32, or fewer when their logits [B,T,V] would pass 16 MB (a
+// vocabulary of thousands of characters), so that scoring needs no more memory than training.
+static size_t windows_per_pass(const ModelConfig& config) {
+    const int64_t logits_bytes_per_window = config.context * config.vocab_size * 4;
+    return static_cast<size_t>(std::clamp<int64_t>(16'000'000 / std::max<int64_t>(logits_bytes_per_window, 1), 1, 32));
+}
+
 TextScore score_windows(const Transformer& model, const TokenIds& ids, const std::vector<int64_t>& starts,
                         bool progress_bar) {
     NoGradScope no_grad;
     const int64_t T = model.config().context, n = ids.size();
+    const size_t per_pass = windows_per_pass(model.config());
     ProgressBar progress("evaluating", static_cast<int64_t>(starts.size()), ProgressBar::Unit::windows, progress_bar);
     double total = 0;
     int64_t predicted = 0, done = 0;
@@ -40,7 +49,7 @@ TextScore score_windows(const Transformer& model, const TokenIds& ids, const std
         const int64_t length = std::min(T, n - 1 - start);  // predicted characters in this window
         if (length == T) {
             full_windows.push_back(start);
-            if (full_windows.size() == 32) flush();
+            if (full_windows.size() == per_pass) flush();
         } else {  // the last, shorter window
             total += window_loss_sum(model, ids, {start}, length);
             predicted += length;

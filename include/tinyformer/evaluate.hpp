@@ -33,7 +33,7 @@ TextScore score_text(const Transformer& model, const TokenIds& ids, int64_t max_
 // text is shorter than one window.
 std::vector<int64_t> random_windows(int64_t text_length, int64_t context, int64_t count, uint64_t seed);
 // The mean loss over the windows starting at `starts` (each scores min(T, n - 1 - start)
-// characters), 32 windows per forward pass.
+// characters), 32 windows per forward pass (fewer for a vocabulary of thousands).
 TextScore score_windows(const Transformer& model, const TokenIds& ids, const std::vector<int64_t>& starts,
                         bool progress_bar = false);
 

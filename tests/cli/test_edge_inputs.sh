@@ -32,7 +32,7 @@ printf '\xEF\xBB\xBF' >"$scratch/bom_only.txt"
 refused "a training text that is only a BOM" "needs at least 2 characters" -- \
   "$tf" train --config "$config" --out "$scratch/x" --set "data.train_path=$scratch/bom_only.txt"
 printf '小丁拿着红色的苹果。' >"$scratch/short.txt"  # 10 characters, context 16
-refused "a training text shorter than context + 1" "fewer than model.context + 1 = 17" -- \
+refused "a training text shorter than context + 1" "fewer than one window of model.context + 1 = 17" -- \
   "$tf" train --config "$config" --out "$scratch/x" --set "data.train_path=$scratch/short.txt"
 refused "a one-file corpus too short to split" "needs at least 2 characters" -- \
   "$tf" train --config "$config" --out "$scratch/x" --set "data.train_path=\"\"" --set "data.val_path=\"\"" \
@@ -146,12 +146,15 @@ keys=(
   "data.path|1|a string|\"$scratch/nothing.txt\"|no such file"
   "data.train_path|false|a string|\"$scratch\"|is a directory"
   "data.val_path|2.0|a string|\"$scratch/nothing.txt\"|no such file"
+  "data.prepared|7|a string|\"$scratch/nothing\"|no such directory"
   "data.probes_path|{a=1}|a string|\"$scratch/nothing.tsv\"|no such file"
   "data.val_fraction|\"half\"|a finite number|1.0|a number in (0, 1)"
   "train.steps|1.5|an integer|0|an integer >= 1"
   "train.batch_size|\"4\"|an integer|0|an integer >= 1"
   "train.eval_every|true|an integer|-1|an integer >= 0"
   "train.eval_windows|[]|an integer|0|an integer >= 1"
+  "train.eval_batches|\"5\"|an integer|-1|an integer >= 0"
+  "train.final_eval|1|a string|\"sample\"|\"full\" or \"sampled\""
   "train.checkpoint_every|0.5|an integer|-1|an integer >= 0"
   "train.seed|\"x\"|an integer|-1|an integer >= 0"
   "train.rng|7|a string|\"numpy\"|\"tinyformer\" or \"torch\""
@@ -191,7 +194,7 @@ config_with() {  # config_with FILE KEY VALUE
 for entry in "${keys[@]}"; do
   IFS='|' read -r key wrong wrong_message impossible impossible_message <<<"$entry"
   one_corpus=()  # data.path replaces tiny.toml's train_path and val_path
-  [[ $key == data.path ]] && one_corpus=(--set "data.train_path=\"\"" --set "data.val_path=\"\"")
+  [[ $key == data.path || $key == data.prepared ]] && one_corpus=(--set "data.train_path=\"\"" --set "data.val_path=\"\"")
   config_with "$scratch/key.toml" "$key" "$wrong"
   refused "file: $key = $wrong" "$key: got " -- "$tf" train --config "$scratch/key.toml" --out "$scratch/x"
   expect_in "$err" "key.toml:" "file: $key = $wrong: names the file and line"

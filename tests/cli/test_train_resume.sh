@@ -46,6 +46,8 @@ interrupt_and_resume() {  # NAME [--set K=V]...
 }
 interrupt_and_resume "" # tinyformer's generator
 interrupt_and_resume "_torch" --set train.rng=torch
+# Random evaluation windows come from a generator of their own: resuming stays bit-identical.
+interrupt_and_resume "_eval_batches" --set train.eval_batches=3 --set train.eval_every=50
 cmp -s "$scratch/long/model.safetensors" "$scratch/long_torch/model.safetensors" \
   && fail "train.rng = \"torch\" changed nothing" || pass "train.rng = \"torch\" draws other weights and batches"
 expect_exit 2 "resume with another train.rng refused" -- "$tf" train --resume "$scratch/cut_torch" --set train.rng=tinyformer \
