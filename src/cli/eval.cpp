@@ -1,4 +1,4 @@
-// tinyformer eval --checkpoint PATH [--text FILE] [--probes FILE] [--json]
+// tinyformer eval --checkpoint PATH [--text FILE] [--probes FILE] [--batches N [--batch-size B] [--seed S]] [--json]
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -91,7 +91,11 @@ Runner add_eval(CLI::App& app) {
             return kExitOk;
         }
         std::printf("text        %s\n", text_name.c_str());
-        std::printf("loss        %.4f nats/char over %lld characters\n", score.loss, static_cast<long long>(score.predicted));
+        std::printf("loss        %.4f nats/char over %lld characters", score.loss, static_cast<long long>(score.predicted));
+        if (args->batches > 0)
+            std::printf(" in %lld random windows (seed %lld)", static_cast<long long>(score.windows),
+                        static_cast<long long>(args->seed));
+        std::printf("\n");
         std::printf("bpc         %.4f bits/char\n", score.bpc);
         std::printf("perplexity  %.3f\n", score.perplexity);
         if (out.contains("probe_accuracy")) {
