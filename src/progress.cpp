@@ -17,7 +17,7 @@ std::string size_str(double bytes) {
 
 ProgressBar::ProgressBar(std::string label, int64_t total, Unit unit, bool enabled)
     : label_(std::move(label)), total_(total), unit_(unit), drawing_(enabled && isatty(STDERR_FILENO)),
-      start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+      start_(std::chrono::steady_clock::now()), last_draw_(start_ - std::chrono::seconds(1)) {}  // the first update draws
 
 ProgressBar::~ProgressBar() {
     if (drawn_) {

@@ -39,6 +39,16 @@ loss_text=$(grep '"val_loss"' "$scratch/text/summary.json"); loss_prepared=$(gre
 grep -q '"over": "the full validation text"' "$scratch/text/summary.json" \
   && pass "summary.json says the final loss is over the full validation text" || fail "no val_eval in summary.json"
 
+# On a terminal, reading a text and a long evaluation show a progress bar (script(1) gives a pty).
+tty_out=$(script -qfec "$tf prepare $scratch/A.txt --out $scratch/A_tty" /dev/null)
+expect_in "$tty_out" "reading $scratch/A.txt [" "prepare on a terminal draws a progress bar"
+expect_in "$tty_out" "B/s  ETA" "the bar shows the reading rate"
+tty_out=$(script -qfec "$tf eval --checkpoint $scratch/prepared" /dev/null)
+expect_in "$tty_out" "evaluating [" "eval on a terminal draws a progress bar"
+expect_in "$tty_out" " windows " "the bar counts windows"
+no_tty=$("$tf" prepare "$scratch/A.txt" --out "$scratch/A_tty" 2>&1)
+[[ "$no_tty" != *"["* ]] && pass "no bar when stderr is not a terminal" || fail "a bar without a terminal: $no_tty"
+
 # Evaluation on random windows: summary.json says so; eval --batches does the same.
 "$tf" train --config "$scratch/tiny.toml" --set train.eval_batches=5 --set train.final_eval=sampled \
   --out "$scratch/sampled" >/dev/null 2>&1 || fail "train with eval_batches"
