@@ -29,10 +29,10 @@ static size_t windows_per_pass(const ModelConfig& config) {
 }
 
 TextScore score_windows(const Transformer& model, const TokenIds& ids, const std::vector<int64_t>& starts,
-                        bool progress_bar) {
+                        bool progress_bar, int64_t batch_size) {
     NoGradScope no_grad;
     const int64_t T = model.config().context, n = ids.size();
-    const size_t per_pass = windows_per_pass(model.config());
+    const size_t per_pass = batch_size > 0 ? static_cast<size_t>(batch_size) : windows_per_pass(model.config());
     ProgressBar progress("evaluating", static_cast<int64_t>(starts.size()), ProgressBar::Unit::windows, progress_bar);
     double total = 0;
     int64_t predicted = 0, done = 0;

@@ -295,7 +295,7 @@ nlohmann::json train(const TrainOptions& options) {
     // The validation loss: at the evaluations (their windows), and at the end (train.final_eval).
     auto evaluate_periodic = [&]() {
         return eval_starts.empty() ? score_text(model, corpus.val, config.train.eval_windows, terminal)
-                                   : score_windows(model, corpus.val, eval_starts, terminal);
+                                   : score_windows(model, corpus.val, eval_starts, terminal, B);
     };
     const bool final_full = config.train.final_eval == "full";
     auto evaluate_final = [&]() {

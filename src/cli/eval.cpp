@@ -59,7 +59,7 @@ Runner add_eval(CLI::App& app) {
         if (args->batches > 0) {  // random windows, as train.eval_batches draws them
             const std::vector<int64_t> starts =
                 random_windows(ids.size(), T, args->batches * args->batch_size, static_cast<uint64_t>(args->seed));
-            score = score_windows(*loaded.model, ids, starts, true);
+            score = score_windows(*loaded.model, ids, starts, true, args->batch_size);
         } else {
             score = score_text(*loaded.model, ids, 0, true);
         }
