@@ -278,6 +278,12 @@ Corpus load_corpus(const DataConfig& data, bool progress_bar) {
             TokenIds& into = is_validation ? corpus.val : corpus.train;
             for (int32_t id : ids) into.push_back(id);
         });
+        const int64_t bytes = data.path.empty() ? file_size_or_zero(data.train_path) + file_size_or_zero(data.val_path)
+                                                : file_size_or_zero(data.path);
+        if (bytes >= 100'000'000)
+            spdlog::info("{} of text is read and encoded at every start; `tinyformer prepare` writes its ids once, for "
+                         "data.prepared to memory-map (docs/large-corpora.md)",
+                         size_str(static_cast<double>(bytes)));
     }
     if (!data.probes_path.empty()) {
         corpus.probes = load_probes(data.probes_path);

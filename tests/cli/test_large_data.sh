@@ -108,6 +108,28 @@ expect_exit 2 "eval_batches on a validation text shorter than a window" -- "$tf"
 expect_in "$err" "short.txt: the validation text has 8 characters, fewer than one window" "names the validation text"
 expect_in "$err" "train.eval_batches" "names the key that needs the windows"
 
+# A vocabulary of thousands of characters: train, sample, eval and inspect, characters labelled.
+perl -X -CO -e 'srand(3); my @c = map { chr(0x4E00 + $_) } 0 .. 2999;
+  for (1 .. 80000) { print $c[int(3000 * rand() ** 2)]; print "。\n" if rand() < 0.05 }' > "$scratch/zh.txt"
+"$tf" prepare "$scratch/zh.txt" --out "$scratch/zh_ids" >/dev/null || fail "prepare the Chinese text"
+grep -q '"dtype": "uint16"' "$scratch/zh_ids/meta.json" && pass "thousands of characters take uint16 ids" || fail "not uint16"
+"$tf" train --config "$scratch/tiny.toml" --set 'data.path=""' --set "data.prepared=$scratch/zh_ids" --set train.steps=20 \
+  --set train.eval_batches=2 --out "$scratch/zh" >/dev/null 2>&1 || fail "train on the Chinese text"
+vocab=$(grep -o '"vocab_size": [0-9]*' "$scratch/zh/summary.json" | grep -o '[0-9]*$')
+[[ ${vocab:-0} -ge 2500 ]] && pass "a vocabulary of $vocab characters" || fail "vocabulary ${vocab:-none}"
+out=$("$tf" sample --checkpoint "$scratch/zh" --prompt "一丁" --max-new 8 --seed 2) || fail "sample"
+[[ "$out" == 一丁* && ${#out} -eq 10 ]] && pass "sample continues a Chinese prompt (${out})" || fail "sample: '$out'"
+"$tf" eval --checkpoint "$scratch/zh" --batches 2 >/dev/null 2>&1 && pass "eval on random windows" || fail "eval"
+start=$SECONDS
+"$tf" inspect --checkpoint "$scratch/zh" --text "一丁七万" --out "$scratch/zh_inspect" >/dev/null 2>&1 \
+  && pass "inspect a model of $vocab characters in $((SECONDS - start)) s" || fail "inspect on $vocab characters"
+grep -q '"一"' "$scratch/zh_inspect/attention.json" && grep -q '"万"' "$scratch/zh_inspect/attention.json" \
+  && pass "the maps label the Chinese characters" || fail "attention.json lacks the characters"
+grep -q '万' "$scratch/zh_inspect/L0H0.svg" && pass "the SVG maps label them too" || fail "L0H0.svg lacks 万"
+size=$(stat -c %s "$scratch/zh_inspect/L0H0_ov.svg" 2>/dev/null || echo 0)
+[[ $size -gt 0 && $size -lt 2000000 ]] && pass "the OV view stays small ($size bytes), not a ${vocab}×${vocab} grid" \
+  || fail "L0H0_ov.svg is $size bytes"
+
 # prepare's own usage errors.
 expect_exit 2 "prepare without a corpus" -- "$tf" prepare --out "$scratch/x"
 expect_exit 2 "prepare with two corpora" -- "$tf" prepare "$scratch/A.txt" --train "$scratch/A.txt" --val "$scratch/B.txt" --out "$scratch/x"
