@@ -297,6 +297,197 @@ TEST_CASE("circuits: a head built to copy has copying score 1 and the identity p
     REQUIRE(json["heads"][1]["ov_circuit"]["top_pairs"][0]["to"] == "丁");
 }
 
+// ---- the copying score from [d,d] ----
+
+// The eigenvalues of a product do not depend on where the cycle starts: E·W_V·W_O·U [V,V] and
+// (W_O·U)·(E·W_V) [d,d] share every nonzero one (Elhage et al. 2021; TransformerLens's
+// FactoredMatrix.eigenvalues), and the zero ones add nothing to Σλ or Σ|λ|.
+TEST_CASE("circuits: the copying score from the [d,d] product equals the [V,V] eigenvalues, a wrong product's does not",
+          "[circuits][copying]") {
+    const Transformer model = random_model(2);  // V = 16 > d = 8: the [V,V] circuit has 8 zero eigenvalues
+    const Eigen::MatrixXd E = embedding_matrix(model), U = unembedding_matrix(model);
+    const Circuits circuits = compute_circuits(model);
+    REQUIRE(circuits.heads.size() == 4);
+    for (const HeadCircuits& head : circuits.heads) {
+        const HeadWeights& w = head.weights;
+        const double full = copying_score(ov_circuit(E, w, U));  // eigenvalues of [V,V]
+        const Eigen::MatrixXd turned = ov_factors(E, w, U).turned();
+        REQUIRE(turned.rows() == model.config().head_width());
+        REQUIRE(turned.cols() == model.config().head_width());
+        CHECK(copying_score(turned) == Approx(full).margin(1e-9));
+        CHECK(head.copying == Approx(full).margin(1e-9));
+        // Products that are not a rotation of the cycle: W_OV alone (E and U forgotten) and
+        // W_OV·Eᵀ·Uᵀ (the embeddings in the wrong order). Their scores are other numbers.
+        const Eigen::MatrixXd forgotten = w.W_O * w.W_V;                                  // [d,d]
+        const Eigen::MatrixXd misordered = w.W_OV() * E.transpose() * U.transpose();      // [D,D]
+        CHECK(std::abs(copying_score(forgotten) - full) > 1e-3);
+        CHECK(std::abs(copying_score(misordered) - full) > 1e-3);
+    }
+    // Every rotation of the cycle gives the same score: U·E·W_V·W_O [D,D] too.
+    const HeadWeights& w = circuits.heads[3].weights;
+    CHECK(copying_score(U * E * w.W_OV()) == Approx(circuits.heads[3].copying).margin(1e-9));
+}
+
+// ---- large vocabularies: top pairs a block of rows at a time ----
+
+namespace {
+
+// V characters: CJK ideographs from U+4E00, the last 50 from CJK extension B (U+20000 on,
+// four bytes in UTF-8), so that labels of every length are drawn.
+Vocabulary large_vocabulary(int64_t V) {
+    std::vector<char32_t> chars;
+    for (int64_t i = 0; i < V - 50; ++i) chars.push_back(static_cast<char32_t>(0x4E00 + i));
+    for (int64_t i = 0; i < 50; ++i) chars.push_back(static_cast<char32_t>(0x20000 + i));
+    return Vocabulary(chars);
+}
+
+// One layer, two heads of width 8, a vocabulary of V; its weights as initialised.
+Transformer large_model(int64_t V) {
+    ModelConfig config;
+    config.vocab_size = V;
+    config.d_model = 16;
+    config.n_heads = 2;
+    config.n_layers = 1;
+    config.context = 8;
+    return Transformer(config, 3);
+}
+
+}  // namespace
+
+TEST_CASE("circuits: top pairs found block by block equal the whole circuit's, whatever the block", "[circuits][large]") {
+    const Transformer model = random_model(1);
+    const Eigen::MatrixXd E = embedding_matrix(model), U = unembedding_matrix(model);
+    const HeadWeights w = head_weights(model, 0, 1);
+    for (const bool qk : {false, true}) {
+        const FactoredCircuit factors = qk ? qk_factors(E, w) : ov_factors(E, w, U);
+        const Eigen::MatrixXd whole = qk ? qk_circuit(E, w) : ov_circuit(E, w, U);  // [V,V]
+        REQUIRE(factors.product().isApprox(whole, 1e-12));
+        const std::vector<TokenPair> expected = top_pairs(whole, 30);
+        for (const int64_t block_rows : {1, 5, 7, 16, 100}) {  // 16 = V; 7 leaves a last block of 2
+            INFO("qk " << qk << ", blocks of " << block_rows << " rows");
+            const CircuitExtremes found = top_pairs_by_blocks(factors, 30, block_rows);
+            REQUIRE(found.top.size() == 30);
+            for (size_t k = 0; k < 30; ++k) {
+                REQUIRE(found.top[k].from == expected[k].from);
+                REQUIRE(found.top[k].to == expected[k].to);
+                REQUIRE(found.top[k].value == Approx(expected[k].value).epsilon(1e-12));
+            }
+            REQUIRE(found.largest_abs == Approx(whole.cwiseAbs().maxCoeff()).epsilon(1e-12));
+        }
+    }
+    // Ties go to the lower row, then the lower column, as top_pairs orders them.
+    FactoredCircuit ties{Eigen::MatrixXd::Ones(4, 1), Eigen::MatrixXd::Ones(1, 4)};  // every entry 1
+    const std::vector<TokenPair> tied = top_pairs_by_blocks(ties, 3, 3).top;
+    REQUIRE(tied.size() == 3);
+    REQUIRE((tied[0].from == 0 && tied[0].to == 0 && tied[1].from == 0 && tied[1].to == 1 && tied[2].to == 2));
+    // Asking for more pairs than there are cells gives them all; for none, none.
+    REQUIRE(top_pairs_by_blocks(ties, 100, 3).top.size() == 16);
+    REQUIRE(top_pairs_by_blocks(ties, 0, 3).top.empty());
+}
+
+TEST_CASE("circuits: a 3,000-character vocabulary keeps no [V,V] matrix, and its top pairs and excerpt are the whole "
+          "circuit's",
+          "[circuits][large]") {
+    const int64_t V = 3000;
+    const Transformer model = large_model(V);
+    const Circuits circuits = compute_circuits(model);
+    const Eigen::MatrixXd E = embedding_matrix(model), U = unembedding_matrix(model);
+    REQUIRE(circuits.heads.size() == 2);
+    for (const HeadCircuits& head : circuits.heads) {
+        REQUIRE(!head.drawn_whole());
+        REQUIRE(head.ov.size() == 0);
+        REQUIRE(head.qk.size() == 0);
+        for (const bool qk : {false, true}) {
+            INFO("head " << head.weights.head << ", qk " << qk);
+            const Eigen::MatrixXd whole = qk ? qk_circuit(E, head.weights) : ov_circuit(E, head.weights, U);  // [V,V], here only
+            const std::vector<TokenPair> expected = top_pairs(whole, kPairsDrawn);
+            const std::vector<TokenPair>& top = qk ? head.qk_top : head.ov_top;
+            const CircuitExcerpt& excerpt = qk ? head.qk_excerpt : head.ov_excerpt;
+            REQUIRE(static_cast<int64_t>(top.size()) == kTopPairs);
+            REQUIRE(static_cast<int64_t>(excerpt.pairs.size()) == kPairsDrawn);
+            for (int64_t k = 0; k < kPairsDrawn; ++k) {
+                REQUIRE(excerpt.pairs[k].from == expected[k].from);
+                REQUIRE(excerpt.pairs[k].to == expected[k].to);
+                REQUIRE(excerpt.pairs[k].value == Approx(expected[k].value).epsilon(1e-12));
+                if (k < kTopPairs) REQUIRE((top[k].from == expected[k].from && top[k].to == expected[k].to));
+            }
+            REQUIRE((qk ? head.qk_largest_abs : head.ov_largest_abs) == Approx(whole.cwiseAbs().maxCoeff()).epsilon(1e-12));
+            // The excerpt's grid: the circuit's own entries on its rows and columns, every
+            // pair's row and column among them.
+            REQUIRE(excerpt.values.rows() == static_cast<Eigen::Index>(excerpt.rows.size()));
+            REQUIRE(excerpt.values.cols() == static_cast<Eigen::Index>(excerpt.columns.size()));
+            for (size_t i = 0; i < excerpt.rows.size(); ++i)
+                for (size_t j = 0; j < excerpt.columns.size(); ++j)
+                    REQUIRE(excerpt.values(i, j) == Approx(whole(excerpt.rows[i], excerpt.columns[j])).epsilon(1e-12));
+            REQUIRE(excerpt.rows.front() == expected[0].from);
+            REQUIRE(excerpt.columns.front() == expected[0].to);
+        }
+    }
+}
+
+TEST_CASE("circuits: the copying score of a vocabulary above the grid limit equals its [V,V] eigenvalues'",
+          "[circuits][large][copying]") {
+    const Transformer model = large_model(kGridLimit + 100);  // [356,356]: an eigenproblem still quick here
+    const Eigen::MatrixXd E = embedding_matrix(model), U = unembedding_matrix(model);
+    for (const HeadCircuits& head : compute_circuits(model).heads) {
+        REQUIRE(!head.drawn_whole());
+        REQUIRE(head.copying == Approx(copying_score(ov_circuit(E, head.weights, U))).margin(1e-9));
+    }
+}
+
+TEST_CASE("circuits: a large vocabulary's pictures, report and circuits.json show top pairs, its characters whole",
+          "[circuits][large][svg][html][json]") {
+    const int64_t V = 3000;
+    Transformer model = large_model(V);
+    // The last character (U+20031, four bytes of UTF-8) embedded ten times as large: its row
+    // leads both circuits, so that the pictures must draw it.
+    const std::vector<double> embedding = values(model, "tok_emb.weight");
+    set_parameter(model, "tok_emb.weight", [&](int64_t i, int64_t j) { return embedding[i * 16 + j] * (i == V - 1 ? 10 : 1); });
+    const Vocabulary vocab = large_vocabulary(V);
+    REQUIRE(encode_utf8(vocab.at(V - 1)) == "\xF0\xA0\x80\xB1");  // U+20031
+    const Circuits circuits = compute_circuits(model);
+    const VocabularyGroups groups = group_vocabulary(vocab, {});
+    const CircuitScales scales = circuit_scales(circuits);
+    REQUIRE(scales.ov == std::max(circuits.heads[0].ov_largest_abs, circuits.heads[1].ov_largest_abs));
+    for (const bool qk : {false, true}) {
+        const HeadCircuits& head = circuits.heads[1];
+        const std::string svg = circuit_svg(head, qk, vocab, groups, scales);
+        REQUIRE(xmllint(svg) == 0);
+        REQUIRE(svg.size() < 200'000);  // a grid of 9,000,000 cells would be megabytes
+        REQUIRE_THAT(svg, ContainsSubstring("its 24 largest entries") && ContainsSubstring("V = 3,000: 9,000,000 entries"));
+        // Every pair in the list, its characters whole (three or four bytes of UTF-8 each).
+        const CircuitExcerpt& excerpt = qk ? head.qk_excerpt : head.ov_excerpt;
+        for (const TokenPair& pair : excerpt.pairs)
+            REQUIRE_THAT(svg, ContainsSubstring(">" + encode_utf8(vocab.at(pair.from)) + " → " + encode_utf8(vocab.at(pair.to)) + "<"));
+        // Each row and column of the excerpt labelled with its character, a tooltip per cell.
+        for (int32_t id : excerpt.rows) REQUIRE_THAT(svg, ContainsSubstring(">" + encode_utf8(vocab.at(id)) + "</text>"));
+        size_t tooltips = 0;
+        for (size_t at = svg.find("<title>"); at != std::string::npos; at = svg.find("<title>", at + 1)) ++tooltips;
+        REQUIRE(tooltips == excerpt.rows.size() * excerpt.columns.size());
+    }
+    REQUIRE(circuits.heads[1].ov_excerpt.rows.front() == V - 1);
+    REQUIRE(circuits.heads[1].qk_excerpt.rows.front() == V - 1);
+
+    const std::string html = circuits_html(circuits, vocab, groups);
+    REQUIRE(xmllint("<div>" + html + "</div>") == 0);
+    REQUIRE_THAT(html, ContainsSubstring("The vocabulary has 3000 characters") && ContainsSubstring("24 largest entries"));
+    REQUIRE(html.size() < 1'000'000);
+
+    const nlohmann::json json = circuits_json(circuits, vocab, groups, context_of(model));
+    REQUIRE(json["circuit_view"]["drawn"] == "top_pairs");
+    REQUIRE(json["circuit_view"]["pairs_drawn"] == kPairsDrawn);
+    REQUIRE(json["heads"][1]["ov_circuit"]["top_pairs"].size() == 10);
+    REQUIRE(json["heads"][1]["ov_circuit"]["largest_abs_value"].get<double>() == circuits.heads[1].ov_largest_abs);
+    REQUIRE(undefined_number(json, json["definitions"], "").empty());
+    // A small vocabulary: the grids, said so.
+    const Transformer small = random_model(1);
+    const Vocabulary small_vocab = Vocabulary::from_text(kVocabText);
+    const nlohmann::json small_json =
+        circuits_json(compute_circuits(small), small_vocab, group_vocabulary(small_vocab, {}), context_of(small));
+    REQUIRE(small_json["circuit_view"]["drawn"] == "grid");
+    REQUIRE(small_json["circuit_view"]["pairs_drawn"] == 0);
+}
+
 // ---- the vocabulary by role ----
 
 TEST_CASE("circuits: the probes group the vocabulary into names, colours, verbs, objects and punctuation", "[circuits][groups]") {

@@ -4,10 +4,25 @@
 //   head_weights        one head's W_Q, W_K, W_V [D,d] and W_O [d,D]
 //   ov_circuit          E·W_V·W_O·U [V,V]: attending to character a raises the logit of b
 //   qk_circuit          E·W_Q·(E·W_K)ᵀ [V,V]: how much query character a prefers key b
-//   copying_score       Σλ / Σ|λ| over the OV circuit's eigenvalues (1 = pure copying)
+//   ov_factors, qk_factors  the same circuits kept as two thin factors [V,d]·[d,V]
+//   copying_score       Σλ / Σ|λ| over the OV circuit's eigenvalues (1 = pure copying),
+//                       taken from the [d,d] product of its factors the other way round
+//   top_pairs_by_blocks a circuit's largest entries from its factors, a block of rows at a time
 //   composition_score   ‖A·B‖_F / (‖A‖_F·‖B‖_F): how much of a later head's input reads
 //                       what an earlier head writes (TransformerLens's composition_scores)
 //   group_vocabulary    names, colours, verbs, objects, punctuation, as the probes tell them
+//
+// Large vocabularies. A [V,V] circuit of a 5,000-character vocabulary has 25 million entries
+// (200 MB in float64), and the eigenvalues of a [V,V] matrix take O(V³). So:
+//   - the copying score never needs the [V,V] matrix: E·W_V·W_O·U = A·B with A = E·W_V [V,d]
+//     and B = W_O·U [d,V], and A·B and B·A [d,d] have the same nonzero eigenvalues (the
+//     zero ones add nothing to Σλ or Σ|λ|), as TransformerLens's FactoredMatrix.eigenvalues
+//     uses; every vocabulary takes this route;
+//   - V ≤ kGridLimit (256): the whole [V,V] circuits are kept and drawn as grids, as always
+//     (the lesson's 79 characters);
+//   - V > kGridLimit: they are never held whole. Their largest entries and largest |entry| are
+//     found a block of rows at a time, and the pictures show the kPairsDrawn largest entries on
+//     the rows and columns of the characters they involve (a CircuitExcerpt), not a V×V grid.
 //
 // Conventions (issue 14), in the row-vector form x·W the lesson writes, with this project's
 // [out,in] weights:
@@ -63,9 +78,24 @@ Eigen::MatrixXd unembedding_matrix(const Transformer& model);  // U [D,V], ln_f'
 Eigen::MatrixXd ov_circuit(const Eigen::MatrixXd& E, const HeadWeights& head, const Eigen::MatrixXd& U);  // [V,V]
 Eigen::MatrixXd qk_circuit(const Eigen::MatrixXd& E, const HeadWeights& head);                            // [V,V]
 
+// A [V,V] circuit kept as two thin factors, left·right, as TransformerLens's FactoredMatrix
+// keeps one: [V,d]·[d,V] is 2·V·d numbers where the product has V².
+struct FactoredCircuit {
+    Eigen::MatrixXd left;   // [V,d]
+    Eigen::MatrixXd right;  // [d,V]
+
+    Eigen::MatrixXd product() const { return left * right; }  // [V,V]: the circuit itself
+    // [d,d]: the factors multiplied the other way round. A·B and B·A have the same nonzero
+    // eigenvalues, so this small matrix holds every eigenvalue of the circuit that is not 0.
+    Eigen::MatrixXd turned() const { return right * left; }
+};
+FactoredCircuit ov_factors(const Eigen::MatrixXd& E, const HeadWeights& head, const Eigen::MatrixXd& U);  // E·W_V, W_O·U
+FactoredCircuit qk_factors(const Eigen::MatrixXd& E, const HeadWeights& head);  // E·W_Q, (E·W_K)ᵀ
+
 // Σλ / Σ|λ| over the eigenvalues λ of a square matrix (Eigen's EigenSolver; complex λ count
 // by their modulus; Σλ is real, the complex ones coming in conjugate pairs). 1: every λ is
 // real and positive, the circuit copies; −1: it suppresses what it reads; 0 for a zero matrix.
+// Given ov_factors(...).turned() [d,d], it is the OV circuit's score without the [V,V] matrix.
 double copying_score(const Eigen::MatrixXd& circuit);
 
 // One cell of a [V,V] circuit: row `from` (the character read, or the query), column `to`.
@@ -73,8 +103,29 @@ struct TokenPair {
     int32_t from = 0, to = 0;
     double value = 0;
 };
-// The `count` largest cells, largest first (equal values: lower row, then column, first).
+// The order of top pairs: larger value first; equal values: lower row, then lower column.
+bool ranks_before(const TokenPair& x, const TokenPair& y);
+// The `count` largest cells, in that order.
 std::vector<TokenPair> top_pairs(const Eigen::MatrixXd& circuit, int64_t count);
+
+// The same from the factors, computing `block_rows` rows of the circuit at a time
+// (left.middleRows(r, n)·right, [n,V]) and keeping the running `count` largest: memory for
+// one block, never for [V,V]. Also the largest |entry|, the end of the pictures' colour scale.
+struct CircuitExtremes {
+    std::vector<TokenPair> top;  // as top_pairs(product(), count) gives them
+    double largest_abs = 0;      // product().cwiseAbs().maxCoeff()
+};
+CircuitExtremes top_pairs_by_blocks(const FactoredCircuit& circuit, int64_t count, int64_t block_rows);
+
+// A circuit too large to draw, in a picture one can read: the rows of the characters its top
+// pairs read (or query), the columns of those they raise (or key), each in order of its
+// first pair, and the circuit's entries there, the top pairs among them.
+struct CircuitExcerpt {
+    std::vector<TokenPair> pairs;            // the largest entries, largest first
+    std::vector<int32_t> rows, columns;      // character ids
+    Eigen::MatrixXd values;                  // [rows, columns]: left.row(a)·right.col(b)
+};
+CircuitExcerpt circuit_excerpt(const FactoredCircuit& circuit, const std::vector<TokenPair>& pairs);
 
 // ---- composition between layers ----
 
@@ -103,9 +154,16 @@ struct Composition {
 
 struct HeadCircuits {
     HeadWeights weights;
-    Eigen::MatrixXd ov, qk;  // [V,V]
-    double copying = 0;      // copying_score(ov)
-    std::vector<TokenPair> ov_top, qk_top;
+    double copying = 0;                       // copying_score(ov_factors(...).turned())
+    std::vector<TokenPair> ov_top, qk_top;    // the kTopPairs largest entries
+    double ov_largest_abs = 0, qk_largest_abs = 0;  // the largest |entry| of each circuit
+
+    // V ≤ kGridLimit: the whole circuits, drawn as grids.
+    Eigen::MatrixXd ov, qk;                   // [V,V]; empty when V > kGridLimit
+    // V > kGridLimit: what is drawn instead, the kPairsDrawn largest entries.
+    CircuitExcerpt ov_excerpt, qk_excerpt;    // empty when V ≤ kGridLimit
+
+    bool drawn_whole() const { return ov.size() > 0; }
 };
 
 struct Circuits {
@@ -115,7 +173,9 @@ struct Circuits {
     CompositionBaseline baseline;
 };
 
-inline constexpr int64_t kTopPairs = 10;
+inline constexpr int64_t kTopPairs = 10;     // in circuits.json and the report's tables
+inline constexpr int64_t kGridLimit = 256;   // V up to this: whole [V,V] grids; above: excerpts
+inline constexpr int64_t kPairsDrawn = 24;   // the entries an excerpt shows
 inline constexpr int64_t kBaselineDraws = 100;
 inline constexpr uint64_t kBaselineSeed = 1;  // fixed, so that every run states the same baseline
 

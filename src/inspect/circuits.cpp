@@ -65,6 +65,14 @@ Eigen::MatrixXd qk_circuit(const Eigen::MatrixXd& E, const HeadWeights& head) {
     return queries * keys.transpose();             // [V,V]
 }
 
+FactoredCircuit ov_factors(const Eigen::MatrixXd& E, const HeadWeights& head, const Eigen::MatrixXd& U) {
+    return {E * head.W_V, head.W_O * U};  // [V,D]·[D,d] = [V,d],  [d,D]·[D,V] = [d,V]
+}
+
+FactoredCircuit qk_factors(const Eigen::MatrixXd& E, const HeadWeights& head) {
+    return {E * head.W_Q, (E * head.W_K).transpose()};  // [V,d],  [d,V]
+}
+
 double copying_score(const Eigen::MatrixXd& circuit) {
     const Eigen::EigenSolver<Eigen::MatrixXd> solver(circuit, /*computeEigenvectors=*/false);
     const Eigen::VectorXcd eigenvalues = solver.eigenvalues();
@@ -77,19 +85,66 @@ double copying_score(const Eigen::MatrixXd& circuit) {
     return sum_of_moduli > 0 ? sum.real() / sum_of_moduli : 0.0;
 }
 
+bool ranks_before(const TokenPair& x, const TokenPair& y) {
+    if (x.value != y.value) return x.value > y.value;
+    return x.from != y.from ? x.from < y.from : x.to < y.to;
+}
+
 std::vector<TokenPair> top_pairs(const Eigen::MatrixXd& circuit, int64_t count) {
     std::vector<TokenPair> cells;
+    cells.reserve(static_cast<size_t>(circuit.size()));
     for (Eigen::Index a = 0; a < circuit.rows(); ++a)
         for (Eigen::Index b = 0; b < circuit.cols(); ++b)
             cells.push_back({static_cast<int32_t>(a), static_cast<int32_t>(b), circuit(a, b)});
-    const auto first = [](const TokenPair& x, const TokenPair& y) {
-        if (x.value != y.value) return x.value > y.value;
-        return x.from != y.from ? x.from < y.from : x.to < y.to;
-    };
     const size_t kept = std::min(cells.size(), static_cast<size_t>(std::max<int64_t>(count, 0)));
-    std::partial_sort(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(kept), cells.end(), first);
+    std::partial_sort(cells.begin(), cells.begin() + static_cast<std::ptrdiff_t>(kept), cells.end(), ranks_before);
     cells.resize(kept);
     return cells;
+}
+
+CircuitExtremes top_pairs_by_blocks(const FactoredCircuit& circuit, int64_t count, int64_t block_rows) {
+    const int64_t V = circuit.left.rows();
+    const size_t keep = static_cast<size_t>(std::max<int64_t>(count, 0));
+    // The pairs kept so far, as a heap whose front is the one that ranks last: a new cell
+    // enters only if it ranks before that one, which then leaves.
+    std::vector<TokenPair> kept;
+    CircuitExtremes extremes;
+    for (int64_t start = 0; start < V; start += block_rows) {
+        const int64_t n = std::min(block_rows, V - start);
+        const Eigen::MatrixXd block = circuit.left.middleRows(start, n) * circuit.right;  // [n,V]: rows start … start+n−1
+        extremes.largest_abs = std::max(extremes.largest_abs, block.cwiseAbs().maxCoeff());
+        if (keep == 0) continue;
+        for (Eigen::Index i = 0; i < block.rows(); ++i)
+            for (Eigen::Index j = 0; j < block.cols(); ++j) {
+                const TokenPair cell{static_cast<int32_t>(start + i), static_cast<int32_t>(j), block(i, j)};
+                if (kept.size() == keep && !ranks_before(cell, kept.front())) continue;
+                if (kept.size() == keep) {
+                    std::pop_heap(kept.begin(), kept.end(), ranks_before);
+                    kept.pop_back();
+                }
+                kept.push_back(cell);
+                std::push_heap(kept.begin(), kept.end(), ranks_before);
+            }
+    }
+    std::sort(kept.begin(), kept.end(), ranks_before);
+    extremes.top = kept;
+    return extremes;
+}
+
+CircuitExcerpt circuit_excerpt(const FactoredCircuit& circuit, const std::vector<TokenPair>& pairs) {
+    CircuitExcerpt excerpt;
+    excerpt.pairs = pairs;
+    for (const TokenPair& pair : pairs) {  // each character once, where its first pair puts it
+        if (std::find(excerpt.rows.begin(), excerpt.rows.end(), pair.from) == excerpt.rows.end())
+            excerpt.rows.push_back(pair.from);
+        if (std::find(excerpt.columns.begin(), excerpt.columns.end(), pair.to) == excerpt.columns.end())
+            excerpt.columns.push_back(pair.to);
+    }
+    excerpt.values.resize(static_cast<Eigen::Index>(excerpt.rows.size()), static_cast<Eigen::Index>(excerpt.columns.size()));
+    for (size_t i = 0; i < excerpt.rows.size(); ++i)
+        for (size_t j = 0; j < excerpt.columns.size(); ++j)  // [1,d]·[d,1]: one entry of the circuit
+            excerpt.values(i, j) = circuit.left.row(excerpt.rows[i]).dot(circuit.right.col(excerpt.columns[j]));
+    return excerpt;
 }
 
 double composition_score(const Eigen::MatrixXd& A, const Eigen::MatrixXd& B) {
@@ -130,16 +185,38 @@ Circuits compute_circuits(const Transformer& model) {
     const Eigen::MatrixXd E = embedding_matrix(model);    // [V,D]
     const Eigen::MatrixXd U = unembedding_matrix(model);  // [D,V]
 
+    // A block of rows of a [V,V] circuit: about a million entries (8 MB) at a time.
+    const int64_t V = config.vocab_size, block_rows = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(V, 1));
+
     Circuits circuits;
     for (int64_t l = 0; l < config.n_layers; ++l)
         for (int64_t h = 0; h < config.n_heads; ++h) {
             HeadCircuits head;
             head.weights = head_weights(model, l, h);
-            head.ov = ov_circuit(E, head.weights, U);
-            head.qk = qk_circuit(E, head.weights);
-            head.copying = copying_score(head.ov);
-            head.ov_top = top_pairs(head.ov, kTopPairs);
-            head.qk_top = top_pairs(head.qk, kTopPairs);
+            const FactoredCircuit ov = ov_factors(E, head.weights, U), qk = qk_factors(E, head.weights);
+            // Eigenvalues from [d,d], not [V,V] (Elhage et al. 2021; TransformerLens FactoredMatrix).
+            head.copying = copying_score(ov.turned());
+            if (V <= kGridLimit) {  // the whole circuits, as drawn
+                head.ov = ov_circuit(E, head.weights, U);
+                head.qk = qk_circuit(E, head.weights);
+                head.ov_top = top_pairs(head.ov, kTopPairs);
+                head.qk_top = top_pairs(head.qk, kTopPairs);
+                head.ov_largest_abs = head.ov.cwiseAbs().maxCoeff();
+                head.qk_largest_abs = head.qk.cwiseAbs().maxCoeff();
+            } else {  // never whole: the largest entries, block by block, and an excerpt to draw
+                const CircuitExtremes ov_extremes = top_pairs_by_blocks(ov, std::max(kTopPairs, kPairsDrawn), block_rows);
+                const CircuitExtremes qk_extremes = top_pairs_by_blocks(qk, std::max(kTopPairs, kPairsDrawn), block_rows);
+                head.ov_largest_abs = ov_extremes.largest_abs;
+                head.qk_largest_abs = qk_extremes.largest_abs;
+                const auto first = [](const std::vector<TokenPair>& pairs, int64_t count) {
+                    const size_t n = std::min(pairs.size(), static_cast<size_t>(count));
+                    return std::vector<TokenPair>(pairs.begin(), pairs.begin() + static_cast<std::ptrdiff_t>(n));
+                };
+                head.ov_top = first(ov_extremes.top, kTopPairs);
+                head.qk_top = first(qk_extremes.top, kTopPairs);
+                head.ov_excerpt = circuit_excerpt(ov, first(ov_extremes.top, kPairsDrawn));
+                head.qk_excerpt = circuit_excerpt(qk, first(qk_extremes.top, kPairsDrawn));
+            }
             circuits.heads.push_back(std::move(head));
         }
 

@@ -19,6 +19,9 @@ std::string pair_text(const TokenPair& pair, const Vocabulary& vocab) {
     return xml_escape(char_label(vocab.at(pair.from))) + " → " + xml_escape(char_label(vocab.at(pair.to)));
 }
 
+// The largest entry of a circuit: its first top pair.
+double largest(const std::vector<TokenPair>& top) { return top.empty() ? 0.0 : top.front().value; }
+
 }  // namespace
 
 std::string circuits_html(const Circuits& circuits, const Vocabulary& vocab, const VocabularyGroups& groups) {
@@ -55,7 +58,7 @@ std::string circuits_html(const Circuits& circuits, const Vocabulary& vocab, con
     for (const HeadCircuits& head : circuits.heads)
         html += "<tr>" + td(head_label(head.weights.layer, head.weights.head)) + td(fixed(head.copying, 3)) +
                 td(fixed(head.weights.W_OV().norm())) + td(fixed(head.weights.W_QK().norm())) +
-                td(fixed(head.ov.maxCoeff())) + td(fixed(head.qk.maxCoeff())) + "</tr>\n";
+                td(fixed(largest(head.ov_top))) + td(fixed(largest(head.qk_top))) + "</tr>\n";
     html += "</table>\n<div class=\"layer\">\n";
     for (const HeadCircuits& head : circuits.heads) {
         html += "<table>\n<tr><th colspan=\"4\">" + head_label(head.weights.layer, head.weights.head) +
@@ -71,13 +74,27 @@ std::string circuits_html(const Circuits& circuits, const Vocabulary& vocab, con
         }
         html += "</table>\n";
     }
-    html += "</div>\n<p class=\"meta\">" +
-            std::string(groups.names.empty()
-                            ? "The maps list the characters in vocabulary order (no probes, so no groups by role)."
-                            : "The maps list the characters grouped by role, as the probes tell them. ") +
-            (groups.names.empty() ? "" : xml_escape(vocabulary_grouping_rule())) +
-            " One colour scale for all OV maps and one for all QK maps; the tables above give each map's ten largest "
-            "entries.</p>\n";
+    html += "</div>\n";
+    const int64_t V = vocab.size();
+    if (circuits.heads.empty() || circuits.heads.front().drawn_whole()) {
+        html += "<p class=\"meta\">" +
+                std::string(groups.names.empty()
+                                ? "The maps list the characters in vocabulary order (no probes, so no groups by role)."
+                                : "The maps list the characters grouped by role, as the probes tell them. ") +
+                (groups.names.empty() ? "" : xml_escape(vocabulary_grouping_rule())) +
+                " One colour scale for all OV maps and one for all QK maps; the tables above give each map's ten "
+                "largest entries.</p>\n";
+    } else {  // V > kGridLimit: excerpts, not grids
+        html += "<p class=\"meta\">The vocabulary has " + std::to_string(V) + " characters: a map of all " +
+                std::to_string(V) + "×" + std::to_string(V) + " entries would be unreadable (maps are drawn whole up "
+                "to " + std::to_string(kGridLimit) + " characters). Each map shows instead the circuit's " +
+                std::to_string(kPairsDrawn) + " largest entries, found a block of rows at a time without holding the "
+                "[V,V] matrix: its rows are the characters these pairs read (OV) or query (QK), its columns the "
+                "characters whose logits they raise (OV) or the keys (QK), each in the order of its first pair, and "
+                "every cell is the circuit's entry there (hover for the value); the list beside it ranks the pairs. "
+                "One colour scale for all OV maps and one for all QK maps, ending at the largest |entry| of any "
+                "head's whole circuit.</p>\n";
+    }
     for (const HeadCircuits& head : circuits.heads)
         html += "<div class=\"layer\">\n<figure>" + circuit_svg(head, false, vocab, groups, scales) + "</figure>\n<figure>" +
                 circuit_svg(head, true, vocab, groups, scales) + "</figure>\n</div>\n";

@@ -15,6 +15,8 @@ const std::vector<std::pair<std::string, std::string>>& circuit_definitions() {
         {"model.head_width", "d = D/H: the width of one head."},
         {"model.n_layers", "L: transformer blocks."},
         {"model.vocab_size", "V: characters in the vocabulary."},
+        {"circuit_view.grid_limit", "The largest vocabulary whose OV and QK circuits are drawn as whole [V,V] grids."},
+        {"circuit_view.pairs_drawn", "How many of each circuit's largest entries a picture shows when the vocabulary is larger than grid_limit; 0 when the grids are drawn."},
         {"heads.layer", "The head's layer, from 0."},
         {"heads.head", "The head's index within its layer, from 0."},
         {"heads.frobenius_norm.W_Q", "Frobenius norm (root of the sum of squares) of W_Q^h = diag(ln1.weight)·q_proj.weight[h·d:(h+1)·d, :]ᵀ, [D,d]."},
@@ -79,7 +81,20 @@ nlohmann::json circuits_json(const Circuits& circuits, const Vocabulary& vocab, 
         {"left_out", "each layer norm's weight is folded into the matrices that read its output (TransformerLens fold_ln); "
                      "its bias, centring and 1/σ, the MLPs and rotary positions are left out: a weight-only circuit is a "
                      "query and a key at distance 0"},
-        {"precision", "float64 from the checkpoint's float32 weights"}};
+        {"precision", "float64 from the checkpoint's float32 weights"},
+        {"copying_score", "the eigenvalues of the OV circuit E·W_V·W_O·U [V,V] that are not 0 are those of "
+                          "(W_O·U)·(E·W_V) [d,d] (AB and BA share them, as TransformerLens's FactoredMatrix uses): "
+                          "the score is computed from that [d,d] matrix"}};
+    // Which pictures of the circuits were drawn: whole grids, or the largest entries (circuits.hpp).
+    const bool whole = circuits.heads.empty() || circuits.heads.front().drawn_whole();
+    out["circuit_view"] = {
+        {"drawn", whole ? "grid" : "top_pairs"},
+        {"grid_limit", kGridLimit},
+        {"pairs_drawn", whole ? 0 : kPairsDrawn},
+        {"rule", "a vocabulary of at most grid_limit characters: L<l>H<h>_ov.svg and _qk.svg draw the whole [V,V] "
+                 "circuits (\"grid\"); a larger one: its pairs_drawn largest entries on the rows and columns of "
+                 "the characters they involve, beside a ranked list (\"top_pairs\"), found a block of rows at a "
+                 "time without the [V,V] matrix"}};
     out["notes"] = nlohmann::json::array();
     if (model.positions == "rope")
         out["notes"].push_back("rotary positions are left out of the QK circuits and composition scores (distance 0)");
@@ -115,10 +130,10 @@ nlohmann::json circuits_json(const Circuits& circuits, const Vocabulary& vocab, 
                {"W_OV", w.W_OV().norm()}, {"W_QK", w.W_QK().norm()}}},
              {"ov_circuit",
               {{"copying_score", head.copying},
-               {"largest_abs_value", head.ov.cwiseAbs().maxCoeff()},
+               {"largest_abs_value", head.ov_largest_abs},
                {"top_pairs", pairs_json(head.ov_top, vocab)}}},
              {"qk_circuit",
-              {{"largest_abs_value", head.qk.cwiseAbs().maxCoeff()}, {"top_pairs", pairs_json(head.qk_top, vocab)}}}});
+              {{"largest_abs_value", head.qk_largest_abs}, {"top_pairs", pairs_json(head.qk_top, vocab)}}}});
     }
 
     // Composition: one matrix per kind, rows = every head that has a later layer, columns =
