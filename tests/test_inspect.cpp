@@ -529,6 +529,30 @@ TEST_CASE("terminal view: the top three reads per character, and a grid whose co
     REQUIRE_THAT(view, ContainsSubstring("   苹██      \n") && ContainsSubstring("   果██░░    \n") && ContainsSubstring("   。██░░ . .\n"));
 }
 
+TEST_CASE("characters of three and four UTF-8 bytes label the terminal view and the attention map whole",
+          "[inspect][terminal][svg]") {
+    // 丂 (U+4E02), ㄅ (U+3105), and two of CJK extension B, four bytes of UTF-8 each.
+    const std::string ext0 = encode_utf8(U'\U00020000'), ext1 = encode_utf8(U'\U00020031');
+    REQUIRE(ext0.size() == 4);
+    AttentionMaps maps;
+    maps.text = U"丂\U00020000ㄅ\U00020031";
+    maps.layers = maps.heads = 1;
+    maps.weights = {1.0f, 0,    0,    0,      // 丂
+                    0.3f, 0.7f, 0,    0,      // ext0
+                    0.1f, 0.6f, 0.3f, 0,      // ㄅ
+                    0.1f, 0.2f, 0.3f, 0.4f};  // ext1
+    REQUIRE(display_width(U'\U00020000') == 2);
+    const std::string view = terminal_view(maps);
+    check_utf8(view, "terminal view");  // no character cut in the middle
+    REQUIRE_THAT(view, ContainsSubstring("  1 " + ext0 + " → " + ext0 + "(1) 0.70, 丂(0) 0.30\n"));
+    REQUIRE_THAT(view, ContainsSubstring("  3 " + ext1 + " → " + ext1 + "(3) 0.40, ㄅ(2) 0.30, " + ext0 + "(1) 0.20\n"));
+    REQUIRE_THAT(view, ContainsSubstring("     丂" + ext0 + "ㄅ" + ext1 + "\n"));  // the grid's header, two columns each
+    const std::string svg = attention_heatmap_svg(maps.text, maps.map(0, 0), "four bytes");
+    REQUIRE(xmllint(svg) == 0);
+    REQUIRE_THAT(svg, ContainsSubstring(">" + ext1 + "</text>") &&
+                          ContainsSubstring("<title>3 " + ext1 + " reads 1 " + ext0 + ": "));
+}
+
 // ---- one head, two, four ----
 
 TEST_CASE("the 1-head and 4-head lesson configs differ from lesson12 only in how D is split", "[inspect][config]") {

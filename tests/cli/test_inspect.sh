@@ -67,6 +67,42 @@ expect_in "$view" "weights: copying score" "inspect prints the copying scores"
 expect_in "$(cat "$scratch/noprobes_out/circuits.json" 2>/dev/null)" '"groups": null' "without probes: circuits.json has no groups"
 expect_in "$(cat "$scratch/noprobes_out/circuits.json" 2>/dev/null)" '"copying_score"' "without probes: circuits.json has the copying scores"
 
+# A vocabulary above the grid limit (256): 400 CJK ideographs from U+4E00 and the newline. The circuit pictures
+# show the top pairs, not a 401×401 grid, and label them with the characters.
+big="$scratch/big"
+mkdir -p "$big"
+for part in train:300:0 val:20:5; do  # name:lines:shift
+  IFS=: read -r name lines shift <<<"$part"
+  for ((line = 0; line < lines; ++line)); do
+    text=""
+    for ((k = 0; k < 24; ++k)); do
+      printf -v hex '%08X' $((0x4E00 + (line * 7 + k * 13 + shift) % 400))
+      LC_ALL=C.UTF-8 printf -v ch "\\U$hex"
+      text+=$ch
+    done
+    printf '%s\n' "$text"
+  done >"$big/$name.txt"
+done
+printf '[model]\nd_model = 16\nn_heads = 2\nn_layers = 1\ncontext = 16\n[data]\ntrain_path = "train.txt"\nval_path = "val.txt"\n[train]\nsteps = 2\nbatch_size = 4\neval_windows = 2\n' >"$big/big.toml"
+"$tf" train --config "$big/big.toml" --out "$big/run" >/dev/null 2>"$scratch/err" || fail "training on 401 characters: $(cat "$scratch/err")"
+"$tf" inspect --checkpoint "$big/run" --text "$(head -c 30 "$big/val.txt")" --out "$big/out" >/dev/null 2>"$scratch/err" \
+  && pass "inspect of a 401-character vocabulary exits 0" || fail "inspect of 401 characters: $(cat "$scratch/err")"
+expect_in "$(cat "$big/out/circuits.json" 2>/dev/null)" '"vocab_size": 401' "the big vocabulary has 401 characters"
+expect_in "$(cat "$big/out/circuits.json" 2>/dev/null)" '"drawn": "top_pairs"' "circuits.json says the top pairs were drawn"
+for f in "$big"/out/L0H0_ov.svg "$big"/out/L0H1_qk.svg "$big"/out/report.html; do
+  xmllint --noout --nonet "$f" 2>"$scratch/xml" && pass "$(basename "$f") (401 characters) is well-formed XML" \
+    || fail "$(basename "$f") (401 characters) is not well-formed: $(head -3 "$scratch/xml")"
+done
+ov=$(cat "$big/out/L0H0_ov.svg" 2>/dev/null)
+expect_in "$ov" "OV circuit E·W_V·W_O·U: its 24 largest entries" "the OV picture shows the 24 largest entries"
+[[ $(stat -c %s "$big/out/L0H0_ov.svg") -lt 200000 ]] && pass "the OV picture is small ($(stat -c %s "$big/out/L0H0_ov.svg") bytes)" \
+  || fail "the OV picture has $(stat -c %s "$big/out/L0H0_ov.svg") bytes"
+# The largest OV pair of L0H0 in circuits.json, drawn with its characters in the picture's list.
+from=$(grep -m1 -A8 '"top_pairs": \[' "$big/out/circuits.json" | grep -m1 '"from":' | sed 's/.*"from": "\(.*\)",/\1/')
+to=$(grep -m1 -A8 '"top_pairs": \[' "$big/out/circuits.json" | grep -m1 '"to":' | sed 's/.*"to": "\(.*\)",/\1/')
+expect_in "$ov" ">$from → $to<" "the picture lists L0H0's largest OV pair, $from → $to"
+expect_in "$(cat "$big/out/report.html")" "The vocabulary has 401 characters" "the report says why it shows top pairs"
+
 # Defaults: the run directory's inspect/; --probes alone shows the first probe.
 "$tf" inspect --checkpoint "$scratch/run" --probes "$src/tests/data/inspect_probes.tsv" >/dev/null 2>"$scratch/err" \
   && [[ -s "$scratch/run/inspect/report.html" ]] && pass "without --out it writes <run dir>/inspect" \
