@@ -28,6 +28,7 @@ done
 [[ -x "$binary" ]] || { echo "bench_large_corpus.sh: no binary at $binary (build first)" >&2; exit 2; }
 [[ -f "$shakespeare" ]] || { echo "bench_large_corpus.sh: no $shakespeare (give --shakespeare FILE)" >&2; exit 2; }
 mkdir -p "$out"
+cp "$binary" "$out/tinyformer"; binary="$out/tinyformer"  # a rebuild meanwhile cannot change what is measured
 config="$here/configs/shakespeare_char.toml"
 common=(--set train.steps="$steps" --set train.eval_every=250 --set train.eval_batches=200
         --set train.final_eval=sampled --set logging.progress_bar=false)

@@ -16,7 +16,6 @@ namespace tinyformer {
 static double window_loss_sum(const Transformer& model, const TokenIds& ids, const std::vector<int64_t>& starts,
                               int64_t length) {
     const Batch batch = windows_at(ids, starts, length);
-    ids.release_pages();  // a memory-mapped text: see TokenIds::release_pages
     Tensor loss = model.loss(batch.inputs, batch.targets);
     return loss.item() * static_cast<double>(static_cast<int64_t>(starts.size()) * length);
 }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -23,6 +24,7 @@ int id_width(int64_t vocab_size, const std::string& source) {
 struct TokenIds::Mapping {
     const uint8_t* bytes = nullptr;
     size_t length = 0;
+    mutable std::atomic<int64_t> reads{0};  // copy_to calls, for letting go of the pages
     ~Mapping() {
         if (bytes) munmap(const_cast<uint8_t*>(bytes), length);
     }
@@ -86,6 +88,8 @@ void TokenIds::copy_to(int64_t from, int64_t count, int32_t* out) const {
     else
         for (int64_t i = 0; i < count; ++i) out[i] = reinterpret_cast<const uint16_t*>(bytes)[from + i];
     if (!mapping_) return;  // ids in memory were encoded from the vocabulary
+    if (++mapping_->reads % kReadsPerRelease == 0)  // see the header: a bounded resident set
+        madvise(const_cast<uint8_t*>(mapping_->bytes), mapping_->length, MADV_DONTNEED);
     for (int64_t i = 0; i < count; ++i)
         if (out[i] >= vocab_size_)
             throw InputError(path_ + ": id " + std::to_string(out[i]) + " at id " + std::to_string(from + i) +
@@ -99,8 +103,5 @@ std::vector<int32_t> TokenIds::slice(int64_t from, int64_t count) const {
     return ids;
 }
 
-void TokenIds::release_pages() const {
-    if (mapping_) madvise(const_cast<uint8_t*>(mapping_->bytes), mapping_->length, MADV_DONTNEED);
-}
 
 }  // namespace tinyformer

@@ -58,10 +58,7 @@ struct BatchDraws {
           torch(static_cast<uint64_t>(train.seed)) {}
 
     Batch next(const TokenIds& ids, int64_t batch_size, int64_t context) {
-        Batch batch =
-            use_torch ? sample_batch(ids, batch_size, context, torch) : sample_batch(ids, batch_size, context, own);
-        ids.release_pages();  // a memory-mapped corpus stays out of the resident set (TokenIds::release_pages)
-        return batch;
+        return use_torch ? sample_batch(ids, batch_size, context, torch) : sample_batch(ids, batch_size, context, own);
     }
 
     bool use_torch;
