@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -24,6 +25,7 @@ int id_width(int64_t vocab_size, const std::string& source) {
 struct TokenIds::Mapping {
     const uint8_t* bytes = nullptr;
     size_t length = 0;
+    mutable std::atomic<int64_t> reads{0};  // copy_to calls, for letting go of the pages
     ~Mapping() {
         if (bytes) munmap(const_cast<uint8_t*>(bytes), length);
     }
@@ -59,7 +61,8 @@ TokenIds TokenIds::map_file(const std::string& path, int64_t offset, int64_t cou
     close(fd);  // the mapping keeps the file
     if (address == MAP_FAILED) throw InputError(path + ": cannot memory-map (" + std::strerror(error) + ")");
     mapping->bytes = static_cast<const uint8_t*>(address);
-    madvise(address, mapping->length, MADV_RANDOM);  // windows are read at random: no read-ahead
+    madvise(address, mapping->length, MADV_RANDOM);      // windows are read at random: no read-ahead
+    madvise(address, mapping->length, MADV_NOHUGEPAGE);  // a read maps 64 KB at most, not a 2 MB folio
 
     TokenIds ids(width);
     ids.count_ = count;
@@ -87,15 +90,8 @@ void TokenIds::copy_to(int64_t from, int64_t count, int32_t* out) const {
     else
         for (int64_t i = 0; i < count; ++i) out[i] = reinterpret_cast<const uint16_t*>(bytes)[from + i];
     if (!mapping_) return;  // ids in memory were encoded from the vocabulary
-    // Let go of what the read mapped (see the header): the 2 MB blocks of the file around the
-    // bytes read (a page-cache folio lies within one), and 64 KB more on each side (the kernel's
-    // fault-around window is aligned in memory, not in the file).
-    constexpr int64_t fault_around = 64 << 10;
-    const int64_t first = std::max<int64_t>(0, (offset_ + from * width_) / kReleaseBlock * kReleaseBlock - fault_around);
-    const int64_t end = std::min(static_cast<int64_t>(mapping_->length),
-                                 (offset_ + (from + count) * width_ + kReleaseBlock - 1) / kReleaseBlock * kReleaseBlock +
-                                     fault_around);
-    madvise(const_cast<uint8_t*>(mapping_->bytes) + first, static_cast<size_t>(end - first), MADV_DONTNEED);
+    if (++mapping_->reads % kReadsPerRelease == 0)  // a bounded resident set: see the header
+        madvise(const_cast<uint8_t*>(mapping_->bytes), mapping_->length, MADV_DONTNEED);
     for (int64_t i = 0; i < count; ++i)
         if (out[i] >= vocab_size_)
             throw InputError(path_ + ": id " + std::to_string(out[i]) + " at id " + std::to_string(from + i) +

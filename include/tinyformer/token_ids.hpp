@@ -48,12 +48,13 @@ public:
     //
     // A mapped file's pages stay in the kernel's page cache, but each page read also counts
     // in this process's resident memory until it is let go, and the kernel maps more than
-    // the page asked for (up to 64 KB around it, or a whole 2 MB folio of the page cache):
-    // random windows from a gigabyte would, step by step, make the whole file resident (as
-    // nanoGPT's np.memmap does, which is why its get_batch re-creates the memmap every
-    // batch). So after copying, the process lets go of the 2 MB-aligned block(s) it read
-    // (madvise MADV_DONTNEED): the page cache keeps them, the next read maps them again
-    // without touching the disk, and no more than the block being read is resident.
+    // the page asked for (64 KB around it; a whole 2 MB folio of the page cache unless the
+    // mapping says MADV_NOHUGEPAGE, which it does): random windows from a gigabyte would,
+    // step by step, make the whole file resident (as nanoGPT's np.memmap does, which is why
+    // its get_batch re-creates the memmap every batch). So every kReadsPerRelease reads the
+    // process lets go of the mapping's pages (madvise MADV_DONTNEED): the page cache keeps
+    // them, the next read maps them again without touching the disk, and at most
+    // 256 × 64 KB = 16 MB of the corpus is resident.
     void copy_to(int64_t from, int64_t count, int32_t* out) const;
     std::vector<int32_t> slice(int64_t from, int64_t count) const;
     std::vector<int32_t> to_vector() const { return slice(0, count_); }
@@ -63,7 +64,7 @@ public:
     const uint8_t* data() const;
 
 private:
-    static constexpr int64_t kReleaseBlock = 2 << 20;  // a PMD's worth: the largest unit a fault maps
+    static constexpr int64_t kReadsPerRelease = 256;
     struct Mapping;  // an mmap of a whole file, unmapped with the last TokenIds that uses it
     int width_ = 1;
     int64_t count_ = 0;
