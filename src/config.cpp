@@ -63,7 +63,7 @@ void for_each_key(Config& c, Visit&& visit) {
     visit(Key{"data", "path", "one text: the last val_fraction of it is validation"}, c.data.path);
     visit(Key{"data", "train_path", "or two texts: training ..."}, c.data.train_path);
     visit(Key{"data", "val_path", "... and validation (then `path` stays empty)"}, c.data.val_path);
-    visit(Key{"data", "prepared", "or a directory written by `tinyformer prepare`: its ids, memory-mapped"},
+    visit(Key{"data", "prepared", "or a directory written by `tinyformer prepare`: its ids, read from the files"},
           c.data.prepared);
     visit(Key{"data", "probes_path", "optional prompt<TAB>answer lines, scored by greedy decoding"},
           c.data.probes_path);

@@ -282,7 +282,7 @@ Corpus load_corpus(const DataConfig& data, bool progress_bar) {
                                                 : file_size_or_zero(data.path);
         if (bytes >= 100'000'000)
             spdlog::info("{} of text is read and encoded at every start; `tinyformer prepare` writes its ids once, for "
-                         "data.prepared to memory-map (docs/large-corpora.md)",
+                         "data.prepared to read (docs/large-corpora.md)",
                          size_str(static_cast<double>(bytes)));
     }
     if (!data.probes_path.empty()) {

@@ -249,7 +249,7 @@ Corpus load_prepared(const std::string& dir) {
                              " bytes): the file is " + (size < expected ? "truncated" : "longer than written") +
                              "; run tinyformer prepare again");
         if (count < 2) throw InputError(path + ": " + std::to_string(count) + " ids, expected at least 2");
-        return TokenIds::map_file(path, kPreparedHeaderBytes, count, id_bytes, corpus.vocab.size());
+        return TokenIds::open_file(path, kPreparedHeaderBytes, count, id_bytes, corpus.vocab.size());
     };
     corpus.train = load_split("train");
     corpus.val = load_split("val");

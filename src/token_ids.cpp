@@ -1,14 +1,12 @@
 #include "tinyformer/token_ids.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 
 #include "tinyformer/errors.hpp"
 
@@ -22,12 +20,10 @@ int id_width(int64_t vocab_size, const std::string& source) {
                      "at most 65,536 distinct characters");
 }
 
-struct TokenIds::Mapping {
-    const uint8_t* bytes = nullptr;
-    size_t length = 0;
-    mutable std::atomic<int64_t> reads{0};  // copy_to calls, for letting go of the pages
-    ~Mapping() {
-        if (bytes) munmap(const_cast<uint8_t*>(bytes), length);
+struct TokenIds::File {
+    int fd = -1;
+    ~File() {
+        if (fd >= 0) close(fd);
     }
 };
 
@@ -38,35 +34,22 @@ TokenIds::TokenIds(const std::vector<int32_t>& ids, int width) : width_(width) {
     for (int32_t id : ids) push_back(id);
 }
 
-TokenIds TokenIds::map_file(const std::string& path, int64_t offset, int64_t count, int width, int64_t vocab_size) {
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
+TokenIds TokenIds::open_file(const std::string& path, int64_t offset, int64_t count, int width, int64_t vocab_size) {
+    auto file = std::make_shared<File>();
+    file->fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (file->fd < 0) throw InputError(path + ": cannot open (" + std::strerror(errno) + ")");
     struct stat status {};
-    if (fstat(fd, &status) != 0) {
-        const int error = errno;
-        close(fd);
-        throw InputError(path + ": cannot read its size (" + std::strerror(error) + ")");
-    }
+    if (fstat(file->fd, &status) != 0) throw InputError(path + ": cannot read its size (" + std::strerror(errno) + ")");
     const int64_t needed = offset + count * width, size = static_cast<int64_t>(status.st_size);
-    if (size < needed) {
-        close(fd);
+    if (size < needed)
         throw InputError(path + ": " + std::to_string(size) + " bytes, expected " + std::to_string(needed) +
                          " (a header and " + std::to_string(count) + " ids of " + std::to_string(width) +
                          " bytes): the file is truncated; run tinyformer prepare again");
-    }
-    auto mapping = std::make_shared<Mapping>();
-    mapping->length = static_cast<size_t>(size);
-    void* address = mmap(nullptr, mapping->length, PROT_READ, MAP_SHARED, fd, 0);
-    const int error = errno;
-    close(fd);  // the mapping keeps the file
-    if (address == MAP_FAILED) throw InputError(path + ": cannot memory-map (" + std::strerror(error) + ")");
-    mapping->bytes = static_cast<const uint8_t*>(address);
-    madvise(address, mapping->length, MADV_RANDOM);      // windows are read at random: no read-ahead
-    madvise(address, mapping->length, MADV_NOHUGEPAGE);  // a read maps 64 KB at most, not a 2 MB folio
+    posix_fadvise(file->fd, 0, 0, POSIX_FADV_RANDOM);  // windows are read at random: no read-ahead
 
     TokenIds ids(width);
     ids.count_ = count;
-    ids.mapping_ = std::move(mapping);
+    ids.file_ = std::move(file);
     ids.offset_ = offset;
     ids.path_ = path;
     ids.vocab_size_ = vocab_size;
@@ -81,17 +64,32 @@ void TokenIds::push_back(int32_t id) {
     ++count_;
 }
 
-const uint8_t* TokenIds::data() const { return mapping_ ? mapping_->bytes + offset_ : owned_.data(); }
+// Little-endian ids of `width` bytes to int32.
+static void widen(const uint8_t* bytes, int width, int64_t count, int32_t* out) {
+    if (width == 1)
+        for (int64_t i = 0; i < count; ++i) out[i] = bytes[i];
+    else
+        for (int64_t i = 0; i < count; ++i) out[i] = bytes[2 * i] | (bytes[2 * i + 1] << 8);
+}
 
 void TokenIds::copy_to(int64_t from, int64_t count, int32_t* out) const {
-    const uint8_t* bytes = data();
-    if (width_ == 1)
-        for (int64_t i = 0; i < count; ++i) out[i] = bytes[from + i];
-    else
-        for (int64_t i = 0; i < count; ++i) out[i] = reinterpret_cast<const uint16_t*>(bytes)[from + i];
-    if (!mapping_) return;  // ids in memory were encoded from the vocabulary
-    if (++mapping_->reads % kReadsPerRelease == 0)  // a bounded resident set: see the header
-        madvise(const_cast<uint8_t*>(mapping_->bytes), mapping_->length, MADV_DONTNEED);
+    if (!file_) {  // in memory: encoded from the vocabulary, nothing to check
+        widen(owned_.data() + from * width_, width_, count, out);
+        return;
+    }
+    // One read of the window's bytes out of the page cache (see the header for why not mmap).
+    std::vector<uint8_t> bytes(static_cast<size_t>(count * width_));
+    size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t got = pread(file_->fd, bytes.data() + done, bytes.size() - done,
+                                  static_cast<off_t>(offset_ + from * width_ + static_cast<int64_t>(done)));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0)
+            throw std::runtime_error(path_ + ": read failed at id " + std::to_string(from) + " (" +
+                                     (got < 0 ? std::strerror(errno) : "the file was cut short") + ")");
+        done += static_cast<size_t>(got);
+    }
+    widen(bytes.data(), width_, count, out);
     for (int64_t i = 0; i < count; ++i)
         if (out[i] >= vocab_size_)
             throw InputError(path_ + ": id " + std::to_string(out[i]) + " at id " + std::to_string(from + i) +
@@ -104,6 +102,5 @@ std::vector<int32_t> TokenIds::slice(int64_t from, int64_t count) const {
     copy_to(from, count, ids.data());
     return ids;
 }
-
 
 }  // namespace tinyformer

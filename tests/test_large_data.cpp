@@ -1,5 +1,5 @@
 // Large corpora (issue 16): texts read a block at a time, ids at one or two bytes, prepared
-// (memory-mapped) ids, the corpus fingerprint, and evaluation on random windows.
+// ids read from their files, the corpus fingerprint, and evaluation on random windows.
 #include "catch.hpp"
 
 #include <filesystem>
@@ -145,7 +145,7 @@ TEST_CASE("the corpus fingerprint is FNV-1a over 4-byte ids, computed while read
     CHECK(load_corpus(data).fingerprint != corpus.fingerprint);
 }
 
-TEST_CASE("prepared ids are the text's ids, memory-mapped, with the same fingerprint", "[large_data]") {
+TEST_CASE("prepared ids are the text's ids, read from their files, with the same fingerprint", "[large_data]") {
     TempDir dir("tinyformer_prepared");
     for (int distinct : {60, 3000}) {  // uint8 and uint16
         INFO(distinct << " distinct characters");
@@ -160,7 +160,7 @@ TEST_CASE("prepared ids are the text's ids, memory-mapped, with the same fingerp
         DataConfig prepared;
         prepared.prepared = out;
         const Corpus mapped = load_corpus(prepared);
-        CHECK(mapped.train.is_mapped());
+        CHECK(mapped.train.in_file());
         CHECK(mapped.vocab.chars() == from_text.vocab.chars());
         CHECK(mapped.train.to_vector() == from_text.train.to_vector());
         CHECK(mapped.val.to_vector() == from_text.val.to_vector());

@@ -16,7 +16,7 @@ struct DataConfig {
     std::string path;          // one text, split: the last val_fraction is validation
     std::string train_path;    // or two texts (then `path` must be empty)
     std::string val_path;
-    std::string prepared;      // or a directory `tinyformer prepare` wrote: ids memory-mapped
+    std::string prepared;      // or a directory `tinyformer prepare` wrote: ids read from the files
     std::string probes_path;   // optional: prompt<TAB>answer lines, scored by greedy decoding
     double val_fraction = 0.1; // in (0, 1), used with `path`
 

@@ -31,7 +31,7 @@ struct Corpus {
 };
 
 // Reads the data named by `data`: one text split at 1 - val_fraction, two texts, or a
-// directory that `tinyformer prepare` wrote (prepared_data.hpp), which is memory-mapped.
+// directory that `tinyformer prepare` wrote (prepared_data.hpp), whose ids stay in their files.
 // A text is read twice, a block at a time: once for its vocabulary and length, once to
 // encode it; memory holds the ids (one or two bytes per character), never the text.
 // Shows a progress bar (bytes/s) on a terminal when `progress_bar`. Throws InputError

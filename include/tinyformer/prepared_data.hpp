@@ -1,5 +1,5 @@
 // A prepared corpus: its ids written once by `tinyformer prepare`, at the narrowest width the
-// vocabulary allows, for `train` to memory-map (data.prepared = "DIR") instead of reading
+// vocabulary allows, for `train` to read a window at a time (data.prepared = "DIR") instead of reading
 // and encoding the text each time — as nanoGPT's prepare.py writes train.bin, val.bin and
 // meta.pkl.
 //
@@ -45,7 +45,7 @@ struct PreparedSummary {
 // into place, meta.json last, so a prepare that is stopped leaves no DIR that loads.
 PreparedSummary prepare_corpus(const DataConfig& data, const std::string& dir, bool progress_bar);
 
-// The corpus of a prepared DIR, its ids memory-mapped. Throws InputError naming the file
+// The corpus of a prepared DIR, its ids read from the files as windows are asked for. Throws InputError naming the file
 // and what is wrong: no meta.json, a bad key in it, a .bin file truncated or too long, or
 // written for another corpus or vocabulary.
 Corpus load_prepared(const std::string& dir);

@@ -21,7 +21,7 @@ Runner add_prepare(CLI::App& app) {
     };
     auto args = std::make_shared<Args>();
     auto* cmd = app.add_subcommand(
-        "prepare", "Write a corpus's ids once (DIR/train.bin, val.bin, meta.json) for train to memory-map.");
+        "prepare", "Write a corpus's ids once (DIR/train.bin, val.bin, meta.json) for train to read as it goes.");
     cmd->add_option("text", args->text, "one text: its last --val-fraction is validation");
     auto* fraction = cmd->add_option("--val-fraction", args->val_fraction, "share of TEXT held out for validation, in (0, 1)")
                          ->default_val(0.1);
@@ -30,7 +30,7 @@ Runner add_prepare(CLI::App& app) {
     cmd->add_option("--config", args->config, "or the [data] section of a TOML config");
     cmd->add_option("--set", args->overrides, "override a config key, e.g. --set data.path=big.txt (repeatable)");
     cmd->add_option("--out", args->out, "the directory to write")->required();
-    cmd->footer("Then train with --set data.prepared=DIR (or [data] prepared = \"DIR\"): the ids are memory-mapped,\n"
+    cmd->footer("Then train with --set data.prepared=DIR (or [data] prepared = \"DIR\"): the ids are read from the files,\n"
                 "one byte each up to 256 distinct characters, two up to 65,536. The split is the one data.path\n"
                 "would make, so a run resumes on the prepared ids of the text it started on.");
     return [cmd, args, fraction]() -> int {
