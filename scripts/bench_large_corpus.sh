@@ -13,11 +13,12 @@
 # and the table reports medians over the rounds and the 1 GB / 1 MB ratios per round's median.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-rounds=1 out=/tmp/tinyformer-large-bench binary="$here/build/tinyformer" steps=2000
+rounds=1 first_round=1 out=/tmp/tinyformer-large-bench binary="$here/build/tinyformer" steps=2000
 shakespeare="$here/../shared/data/tinyshakespeare.txt"
 while [[ $# -gt 0 ]]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
+    --first-round) first_round=$2; shift 2 ;;  # add rounds to an earlier run's (same --out)
     --out) out=$2; shift 2 ;;
     --binary) binary=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
@@ -61,7 +62,7 @@ repeat_to_1gb "$out/zh_1mb.txt" "$out/zh_1gb.txt"
 
 # ---- the runs ----
 json_number() { grep -o "\"$2\": [0-9.e+-]*" "$1" | head -1 | awk '{print $2}'; }
-median() { sort -g | awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2] + v[NR/2+1]) / 2}'; }
+median() { grep -v nan | sort -g | awk '{v[NR]=$1} END {if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2] + v[NR/2+1]) / 2}'; }
 
 train_run() {  # NAME DATA-SETTING...: trains into $out/runs/NAME, prints "tokens/s wall rss first_step"
   local name=$1; shift
@@ -75,8 +76,18 @@ train_run() {  # NAME DATA-SETTING...: trains into $out/runs/NAME, prints "token
 
 mkdir -p "$out/runs"
 declare -A results
+# Earlier rounds (--first-round): their results back from the run directories.
 for lang in en zh; do
-  for round in $(seq "$rounds"); do
+  for round in $(seq 1 $((first_round - 1))); do
+    for which in small big; do
+      size=$([[ $which == small ]] && echo 1mb || echo 1gb); s="$out/runs/${lang}_${size}_r$round/summary.json"
+      results[$lang,$which,$round]="$(json_number "$s" tokens_per_second) $(json_number "$s" wall_seconds) $(( $(cat "$out/runs/${lang}_${size}_r$round.rss") / 1024 )) $(json_number "$s" seconds_to_first_step)"
+    done
+    results[$lang,fresh,$round]=$(cat "$out/runs/fresh_${lang}_r$round" 2>/dev/null || echo "nan nan nan")
+  done
+done
+for lang in en zh; do
+  for round in $(seq "$first_round" "$rounds"); do
     # From scratch: prepare (timed, with its peak memory), then the training run on it.
     rm -rf "$out/${lang}_prepared"
     start=$(date +%s.%N)
@@ -94,6 +105,7 @@ for lang in en zh; do
     done
     read -r _ _ _ first_step <<< "${results[$lang,big,$round]}"
     results[$lang,fresh,$round]="$(awk -v a="$prepare_seconds" -v b="$first_step" 'BEGIN {print a + b}') $prepare_seconds $prepare_rss"
+    echo "${results[$lang,fresh,$round]}" > "$out/runs/fresh_${lang}_r$round"
   done
 done
 
@@ -102,19 +114,30 @@ column() {  # LANG WHICH FIELD(1-based): the medians over rounds
   local lang=$1 which=$2 field=$3
   for round in $(seq "$rounds"); do echo "${results[$lang,$which,$round]}" | awk -v f="$field" '{print $f}'; done | median
 }
+ratios() {  # LANG FIELD: each round's 1 GB / 1 MB
+  local lang=$1 field=$2
+  for round in $(seq "$rounds"); do
+    awk -v a="$(echo "${results[$lang,big,$round]}" | awk -v f="$field" '{print $f}')" \
+        -v b="$(echo "${results[$lang,small,$round]}" | awk -v f="$field" '{print $f}')" 'BEGIN {print a / b}'
+  done
+}
+paired_ratio() { ratios "$1" "$2" | median; }
+ratio_range() { ratios "$1" "$2" | sort -g | awk 'NR == 1 {low = $1} {high = $1} END {printf "%.3f–%.3f", low, high}'; }
 {
-  echo "| text | vocabulary | first step, prepared from scratch (prepare + start) | first step, prepared | peak RSS 1 GB (prepare) | peak RSS 1 MB | tokens/s 1 GB / 1 MB | wall 1 GB / 1 MB |"
+  echo "| text | vocabulary | first step, prepared from scratch (prepare + start) | first step, prepared | peak RSS 1 GB (prepare) | peak RSS 1 MB | tokens/s 1 GB / 1 MB (medians; paired ratio, range) | wall 1 GB / 1 MB (medians; paired ratio, range) |"
   echo "|---|---|---|---|---|---|---|---|"
   for lang in en zh; do
     vocab=$(json_number "$out/runs/${lang}_1gb_r1/summary.json" vocab_size)
     tok_big=$(column $lang big 1) tok_small=$(column $lang small 1)
     wall_big=$(column $lang big 2) wall_small=$(column $lang small 2)
-    printf "| %s 1 GB | %s | %.1f s (%.1f + %.2f) | %.2f s | %s MB (%s MB) | %s MB | %.0f / %.0f = %.3f | %.1f / %.1f s = %.3f |\n" \
+    # The ratios are paired: 1 GB over 1 MB within each round, then their median.
+    tok_ratio=$(paired_ratio $lang 1) wall_ratio=$(paired_ratio $lang 2)
+    printf "| %s 1 GB | %s | %.1f s (%.1f + %.2f) | %.2f s | %s MB (%s MB) | %s MB | %.0f / %.0f; paired %.3f (%s) | %.1f / %.1f s; paired %.3f (%s) |\n" \
       "$([[ $lang == en ]] && echo "Shakespeare ×$(( $(stat -c %s "$out/en_1gb.txt") / $(stat -c %s "$out/en_1mb.txt") ))" || echo "Chinese ×$(( $(stat -c %s "$out/zh_1gb.txt") / $(stat -c %s "$out/zh_1mb.txt") ))")" \
       "$vocab" "$(column $lang fresh 1)" "$(column $lang fresh 2)" "$(column $lang big 4)" "$(column $lang big 4)" \
       "$(column $lang big 3)" "$(column $lang fresh 3)" "$(column $lang small 3)" \
-      "$tok_big" "$tok_small" "$(awk -v a="$tok_big" -v b="$tok_small" 'BEGIN {print a / b}')" \
-      "$wall_big" "$wall_small" "$(awk -v a="$wall_big" -v b="$wall_small" 'BEGIN {print a / b}')"
+      "$tok_big" "$tok_small" "$tok_ratio" "$(ratio_range $lang 1)" \
+      "$wall_big" "$wall_small" "$wall_ratio" "$(ratio_range $lang 2)"
   done
   echo
   echo "$rounds round(s), medians; $steps steps, eval_every 250, 200 eval batches (final_eval sampled); $(nproc) cores; $(date -u +%F)."
