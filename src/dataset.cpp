@@ -44,6 +44,12 @@ int64_t file_size_or_zero(const std::string& path) {
     return error ? 0 : static_cast<int64_t>(size);
 }
 
+// The size of the data's texts (one, or training + validation), for progress and messages.
+int64_t text_bytes(const DataConfig& data) {
+    return data.path.empty() ? file_size_or_zero(data.train_path) + file_size_or_zero(data.val_path)
+                             : file_size_or_zero(data.path);
+}
+
 // Reads a text a block at a time, counting its characters and adding them to `used`.
 int64_t scan_text(const std::string& path, CharSet& used, ProgressBar& progress, int64_t& bytes_before) {
     TextFileReader reader(path);
@@ -186,9 +192,7 @@ CorpusScan scan_corpus(const DataConfig& data, bool progress_bar) {
     CorpusScan scan;
     CharSet used = empty_char_set();
     const bool one_text = !data.path.empty();
-    const int64_t total_bytes =
-        one_text ? file_size_or_zero(data.path) : file_size_or_zero(data.train_path) + file_size_or_zero(data.val_path);
-    ProgressBar progress("reading " + (one_text ? data.path : data.train_path), total_bytes, ProgressBar::Unit::bytes,
+    ProgressBar progress("reading " + (one_text ? data.path : data.train_path), text_bytes(data), ProgressBar::Unit::bytes,
                          progress_bar);
     int64_t bytes = 0;
     if (one_text) {
@@ -218,9 +222,7 @@ std::string encode_corpus(const DataConfig& data, const CorpusScan& scan, bool p
     fingerprint.add_vocabulary(scan.vocab);
     fingerprint.add_separator();
     const bool one_text = !data.path.empty();
-    const int64_t total_bytes =
-        one_text ? file_size_or_zero(data.path) : file_size_or_zero(data.train_path) + file_size_or_zero(data.val_path);
-    ProgressBar progress("encoding " + (one_text ? data.path : data.train_path), total_bytes, ProgressBar::Unit::bytes,
+    ProgressBar progress("encoding " + (one_text ? data.path : data.train_path), text_bytes(data), ProgressBar::Unit::bytes,
                          progress_bar);
     int64_t bytes = 0;
     if (one_text) {
@@ -278,8 +280,7 @@ Corpus load_corpus(const DataConfig& data, bool progress_bar) {
             TokenIds& into = is_validation ? corpus.val : corpus.train;
             for (int32_t id : ids) into.push_back(id);
         });
-        const int64_t bytes = data.path.empty() ? file_size_or_zero(data.train_path) + file_size_or_zero(data.val_path)
-                                                : file_size_or_zero(data.path);
+        const int64_t bytes = text_bytes(data);
         if (bytes >= 100'000'000)
             spdlog::info("{} of text is read and encoded at every start; `tinyformer prepare` writes its ids once, for "
                          "data.prepared to read (docs/large-corpora.md)",
