@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tinyformer/checkpoint.hpp"
 
@@ -72,6 +73,10 @@ void remove_stale_temporaries(const std::string& directory) {
 }
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
+    write_file_atomic(path, std::vector<std::string_view>{bytes});
+}
+
+void write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces) {
     const std::filesystem::path target(path);
     const std::string directory = target.has_parent_path() ? target.parent_path().string() : ".";
     std::string temporary_name = ".";  // ".model.safetensors.tmp.1234", hidden, and ours alone
@@ -86,7 +91,9 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
 
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) give_up("cannot write", errno);
-    if (!write_all(fd, bytes) || ::fsync(fd) != 0) {
+    bool written = true;
+    for (std::string_view piece : pieces) written = written && write_all(fd, piece);
+    if (!written || ::fsync(fd) != 0) {
         const int error = errno;
         ::close(fd);
         give_up("cannot write", error);

@@ -178,7 +178,7 @@ void save_model(const std::string& path, const Transformer& model, const Vocabul
         {"vocab", vocab_to_json(vocab)},
         {"step", std::to_string(step)},
     };
-    write_file_atomic(path, safetensors_bytes(tensors, metadata));
+    write_safetensors(path, tensors, metadata);
 }
 
 LoadedModel load_model(const std::string& path) {

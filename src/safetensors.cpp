@@ -183,7 +183,7 @@ nlohmann::ordered_json parse_header(const std::string& path, const std::string& 
 
 }  // namespace
 
-std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+std::string safetensors_header(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
     nlohmann::ordered_json header;
     header["__metadata__"] = nlohmann::ordered_json::object();
     for (const auto& [key, value] : metadata) header["__metadata__"][key] = value;
@@ -202,12 +202,30 @@ std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::s
     header_text.append((8 - header_text.size() % 8) % 8, ' ');  // 8 + N is then a multiple of 8 too
 
     std::string out;
-    out.reserve(8 + header_text.size() + offset);
     append_u64_le(out, header_text.size());
-    out += header_text;
+    return out + header_text;
+}
+
+// The tensors' data, each a view of the tensor's own (contiguous, f32) storage.
+static std::vector<std::string_view> tensor_bytes(const NamedTensors& tensors) {
+    std::vector<std::string_view> pieces;
     for (const auto& [name, tensor] : tensors)
-        out.append(reinterpret_cast<const char*>(tensor.data<float>()), static_cast<size_t>(tensor.numel()) * 4);
+        pieces.emplace_back(reinterpret_cast<const char*>(tensor.data<float>()), static_cast<size_t>(tensor.numel()) * 4);
+    return pieces;
+}
+
+std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+    std::string out = safetensors_header(tensors, metadata);
+    for (std::string_view data : tensor_bytes(tensors)) out += data;
     return out;
+}
+
+void write_safetensors(const std::string& path, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+    const std::string header = safetensors_header(tensors, metadata);
+    std::vector<std::string_view> pieces = {header};
+    for (std::string_view data : tensor_bytes(tensors)) pieces.push_back(data);
+    write_file_atomic(path, pieces);
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {

@@ -86,7 +86,7 @@ void save_train_state(const std::string& path, const Transformer& model, AdamW& 
     if (draws.use_torch) metadata["rng.torch"] = draws.torch.state();
     else
         for (int i = 0; i < 4; ++i) metadata["rng." + std::to_string(i)] = std::to_string(draws.own.state[i]);
-    write_file_atomic(path, safetensors_bytes(tensors, metadata));
+    write_safetensors(path, tensors, metadata);
 }
 
 // Restores weights, moments, RNG and step from `path`; returns the step.

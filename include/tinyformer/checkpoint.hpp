@@ -23,6 +23,9 @@ namespace tinyformer {
 // one: temporary file in the same directory, write, fsync, rename, fsync the directory.
 // Throws std::runtime_error naming the path (disk full, unwritable directory, ...).
 void write_file_atomic(const std::string& path, std::string_view bytes);
+// The same, for a file made of several pieces written one after the other (a large file's
+// parts straight from where they live, never copied into one string first).
+void write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces);
 // Removes the temporaries that killed writers left in `directory` (".<name>.tmp.<pid>" whose
 // process is gone); the files they were replacing are intact. Errors are ignored.
 void remove_stale_temporaries(const std::string& directory);
@@ -40,6 +43,12 @@ struct SafetensorsFile {
 // and data_offsets), padded with spaces to a multiple of 8, then the raw little-endian data
 // in the same order. Tensors must be f32.
 std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata);
+// The first 8 + N of those bytes: the length and the header.
+std::string safetensors_header(const NamedTensors& tensors, const std::map<std::string, std::string>& metadata);
+// write_file_atomic of safetensors_bytes, with each tensor's data written from the tensor
+// itself: a checkpoint never needs a second copy of the weights and moments in memory.
+void write_safetensors(const std::string& path, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata);
 // Reads and validates (header length against the file size, JSON, dtypes, shapes, offsets
 // in bounds, contiguous and non-overlapping, data size exact). Throws InputError
 // "<path>: <what>, expected <what>".
