@@ -20,18 +20,15 @@ static double window_loss_sum(const Transformer& model, const TokenIds& ids, con
     return loss.item() * static_cast<double>(static_cast<int64_t>(starts.size()) * length);
 }
 
-// Windows per forward pass: 32, or fewer when their logits [B,T,V] would pass 16 MB (a
-// vocabulary of thousands of characters), so that scoring needs no more memory than training.
-static size_t windows_per_pass(const ModelConfig& config) {
-    const int64_t logits_bytes_per_window = config.context * config.vocab_size * 4;
-    return static_cast<size_t>(std::clamp<int64_t>(16'000'000 / std::max<int64_t>(logits_bytes_per_window, 1), 1, 32));
-}
+// Windows per forward pass. The loss never holds a pass's logits [B,T,V] whole (see
+// linear_cross_entropy), so a large vocabulary needs no smaller passes.
+constexpr size_t kWindowsPerPass = 32;
 
 TextScore score_windows(const Transformer& model, const TokenIds& ids, const std::vector<int64_t>& starts,
                         bool progress_bar, int64_t batch_size) {
     NoGradScope no_grad;
     const int64_t T = model.config().context, n = ids.size();
-    const size_t per_pass = batch_size > 0 ? static_cast<size_t>(batch_size) : windows_per_pass(model.config());
+    const size_t per_pass = batch_size > 0 ? static_cast<size_t>(batch_size) : kWindowsPerPass;
     ProgressBar progress("evaluating", static_cast<int64_t>(starts.size()), ProgressBar::Unit::windows, progress_bar);
     double total = 0;
     int64_t predicted = 0, done = 0;

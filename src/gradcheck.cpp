@@ -151,6 +151,9 @@ std::vector<GradCheckResult> run_gradcheck_suite(const GradCheckSettings& settin
     check("rope_start", [](auto& x) { return rope(x[0], 7); }, {in({1, 3, 1, 4})});
     Tensor targets = random_ids(rng, {2, 3}, 7);
     check("cross_entropy", [targets](auto& x) { return cross_entropy(x[0], targets); }, {in({2, 3, 7})});
+    // The LM head and loss in blocks of 2 rows: d_hidden and d_W from each block.
+    check("linear_cross_entropy", [targets](auto& x) { return linear_cross_entropy(x[0], x[1], targets, 11); },
+          {in({2, 3, 5}), in({7, 5})});
 
     // multi-head attention: self-attention with mask and rope, and cross-attention
     {

@@ -158,6 +158,14 @@ Tensor Transformer::forward(const Tensor& ids, std::vector<Tensor>* attention_ma
 }
 
 Tensor Transformer::forward(const Tensor& ids, const ForwardHooks& hooks) const {
+    return linear(final_hidden(ids, hooks), lm_head);  // [B,T,V]
+}
+
+Tensor Transformer::loss(const Tensor& ids, const Tensor& targets, const ForwardHooks& hooks) const {
+    return linear_cross_entropy(final_hidden(ids, hooks), lm_head, targets);  // cross_entropy(forward(ids), targets)
+}
+
+Tensor Transformer::final_hidden(const Tensor& ids, const ForwardHooks& hooks) const {
     if (ids.rank() != 2 || ids.dtype() != DType::i32)
         throw ShapeError("model: ids must be i32 [B,T], got " + shape_str(ids.shape()));
     const int64_t T = ids.dim(1);
@@ -189,11 +197,7 @@ Tensor Transformer::forward(const Tensor& ids, const ForwardHooks& hooks) const 
         Tensor hidden = gelu(linear(h, block.fc1_weight, block.fc1_bias));              // [B,T,4D]
         x = residual_linear(x, hidden, block.fc2_weight, block.fc2_bias);               // x + fc2(hidden)
     }
-    return linear(layer_norm(x, ln_f_weight, ln_f_bias), lm_head);  // [B,T,V]
-}
-
-Tensor Transformer::loss(const Tensor& ids, const Tensor& targets) const {
-    return cross_entropy(forward(ids), targets);
+    return layer_norm(x, ln_f_weight, ln_f_bias);  // [B,T,D]
 }
 
 }  // namespace tinyformer

@@ -66,6 +66,6 @@ TEST_CASE("the suite covers every op and the whole model, and passes in float64"
     }
     for (const char* required : {"matmul", "add", "mul", "scale", "reshape", "transpose", "split_heads",
                                  "merge_heads", "embedding", "layer_norm", "gelu", "softmax", "softmax_causal",
-                                 "rope", "cross_entropy", "attention", "model_rope", "model_learned"})
+                                 "rope", "cross_entropy", "linear_cross_entropy", "attention", "model_rope", "model_learned"})
         CHECK(names.count(required) == 1);
 }

@@ -33,8 +33,7 @@ TextScore score_text(const Transformer& model, const TokenIds& ids, int64_t max_
 // text is shorter than one window.
 std::vector<int64_t> random_windows(int64_t text_length, int64_t context, int64_t count, uint64_t seed);
 // The mean loss over the windows starting at `starts` (each scores min(T, n - 1 - start)
-// characters), `batch_size` windows per forward pass; 0 = 32, fewer for a vocabulary of
-// thousands. (train.eval_batches passes train.batch_size: an evaluation batch has the
+// characters), `batch_size` windows per forward pass; 0 = 32. (train.eval_batches passes train.batch_size: an evaluation batch has the
 // training batch's shape, so it reuses the training step's buffers and needs no more memory.)
 TextScore score_windows(const Transformer& model, const TokenIds& ids, const std::vector<int64_t>& starts,
                         bool progress_bar = false, int64_t batch_size = 0);

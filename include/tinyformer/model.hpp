@@ -63,8 +63,9 @@ public:
     // The same, with inspection hooks: read each layer's attention and head outputs, or
     // knock out one head (its output zeroed or replaced by a fixed vector).
     Tensor forward(const Tensor& ids, const ForwardHooks& hooks) const;
-    // Mean cross-entropy of forward(ids) against targets [B,T].
-    Tensor loss(const Tensor& ids, const Tensor& targets) const;
+    // Mean cross-entropy of forward(ids) against targets [B,T], the LM head and the loss
+    // computed together (linear_cross_entropy) so that the [B,T,V] logits are never held whole.
+    Tensor loss(const Tensor& ids, const Tensor& targets, const ForwardHooks& hooks = {}) const;
 
     // Generation: feeds the next characters ids [1,Tn] and returns their logits [1,Tn,V].
     // Beyond the context the window slides: with rope the oldest cached positions are
@@ -78,6 +79,9 @@ public:
     const Parameters& parameters() const { return params_; }
 
 private:
+    // Everything before the LM head: ids [B,T] → the final layer norm's output [B,T,D].
+    Tensor final_hidden(const Tensor& ids, const ForwardHooks& hooks) const;
+
     struct Block {
         Tensor ln1_weight, ln1_bias;
         MultiHeadAttention attn;

@@ -65,5 +65,11 @@ Attended self_attention(const Tensor& qkv, int64_t n_heads, bool rope, int64_t s
 Tensor rope(const Tensor& x, int64_t start = 0);
 // Mean cross-entropy of logits [..., V] against target ids (i32) of shape [...]. A scalar.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+// cross_entropy(linear(hidden, weight), targets) for hidden [..., D] and weight [V, D], a
+// block of rows at a time, so that the [..., V] logits are never held whole (the model's loss
+// for a large vocabulary). A block holds at most `block_logits` logits; in one block the
+// numbers are the same to the bit as cross_entropy(linear(...)).
+Tensor linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Tensor& targets,
+                            int64_t block_logits = int64_t{1} << 21);
 
 }  // namespace tinyformer

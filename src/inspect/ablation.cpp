@@ -22,7 +22,7 @@ double text_loss(const Transformer& model, const std::vector<int32_t>& ids, cons
     int64_t predicted = 0;
     for (const WindowBatch& batch : window_batches(ids, model.config().context)) {
         const double n = static_cast<double>(batch.targets.numel());
-        total += cross_entropy(model.forward(batch.inputs, hooks), batch.targets).item() * n;
+        total += model.loss(batch.inputs, batch.targets, hooks).item() * n;
         predicted += batch.targets.numel();
     }
     return predicted ? total / static_cast<double>(predicted) : 0.0;
