@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <functional>
 #include <limits>
 #include <set>
@@ -169,6 +170,12 @@ TEST_CASE("safetensors bytes match the PyTorch reference's writer exactly", "[ch
         "74615f6f666673657473223a5b382c32305d7d7d202020200000803f00000040"
         "0000003f000080bf00004040";
     REQUIRE(hex(bytes) == expected);
+    {  // write_safetensors writes the same bytes, each tensor's straight from the tensor
+        TempDir written;
+        write_safetensors(written.file("ab.safetensors"), tensors, {{"format", "x"}});
+        std::ifstream in(written.file("ab.safetensors"), std::ios::binary);
+        REQUIRE(hex(std::string(std::istreambuf_iterator<char>(in), {})) == expected);
+    }
 
     // Read as the format says: N = 144, 8 + N a multiple of 8, __metadata__ first, spaces last.
     const uint64_t n = static_cast<unsigned char>(bytes[0]) | static_cast<unsigned char>(bytes[1]) << 8;
