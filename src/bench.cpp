@@ -56,6 +56,7 @@ void train_step(Transformer& model, AdamW& adam, const RandomBatch& batch, Profi
 }
 
 std::vector<double> measure_training(const BenchOptions& options, BenchResult& result) {
+    MatmulPrecisionScope precision(options.precision == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::float32);
     const int64_t B = options.batch_size, T = options.model.context;
     Transformer model(options.model, options.seed);
     AdamW adam(model.parameters(), OptimConfig{});
@@ -120,6 +121,7 @@ std::vector<GemmMeasurement> measure_gemm(const BenchOptions& options) {
         Tensor a = Tensor::full({m.M, m.K}, 0.5), b = Tensor::full({m.K, m.N}, 0.25), c = Tensor::zeros({m.M, m.N});
         GemmSpec spec;
         spec.M = m.M, spec.N = m.N, spec.K = m.K;
+        spec.bf16 = options.precision == "bf16";  // the peak in the precision the steps use
         const double flops = 2.0 * m.M * m.N * m.K;
         // Enough calls per repetition for a few milliseconds of work at ~100 GFLOP/s.
         const int64_t calls = std::max<int64_t>(1, static_cast<int64_t>(5e8 / flops));

@@ -172,9 +172,13 @@ void save_model(const std::string& path, const Transformer& model, const Vocabul
     // The model section is the model's own (vocab_size resolved), whatever `config` left open.
     RunConfig resolved = config;
     resolved.model = model.config();
+    nlohmann::json config_json = config_to_json(resolved);
+    // train.precision came after this format: a float32 run's checkpoint leaves it out (a reader
+    // takes "float32" then), so its bytes are the same as before bf16 existed; a bf16 run's says so.
+    if (resolved.train.precision == "float32") config_json["train"].erase("precision");
     const std::map<std::string, std::string> metadata = {
         {"format", checkpoint_format},
-        {"config", config_to_json(resolved).dump()},
+        {"config", config_json.dump()},
         {"vocab", vocab_to_json(vocab)},
         {"step", std::to_string(step)},
     };

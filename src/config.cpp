@@ -88,6 +88,10 @@ void for_each_key(Config& c, Visit&& visit) {
     visit(Key{"train", "rng", "\"tinyformer\" (own generator) or \"torch\" (the reference's draws for the same seed)"},
           c.train.rng);
     visit(Key{"train", "threads", "CPU threads; 0 = all cores"}, c.train.threads);
+    visit(Key{"train", "precision",
+              "matrix products: \"float32\", or \"bf16\" (bfloat16 inputs, float32 sums and weights; "
+              "a CPU with AVX512-BF16 or AMX)"},
+          c.train.precision);
 
     visit(Key{"optim", "lr", "peak learning rate, after warm-up"}, c.optim.lr);
     visit(Key{"optim", "min_lr", "learning rate at the end of the cosine decay"}, c.optim.min_lr);
@@ -373,6 +377,8 @@ void validate_values(const RunConfig& c, const Locate& at) {
     at_least("train.seed", t.seed, 0);
     check(t.rng == "tinyformer" || t.rng == "torch", "train.rng", quote(t.rng), "\"tinyformer\" or \"torch\"");
     at_least("train.threads", t.threads, 0);
+    check(t.precision == "float32" || t.precision == "bf16", "train.precision", quote(t.precision),
+          "\"float32\" or \"bf16\"");
 
     const OptimConfig& o = c.optim;
     check(o.lr > 0, "optim.lr", number(o.lr), "a number > 0");

@@ -200,6 +200,13 @@ nlohmann::json train(const TrainOptions& options) {
     const std::string model_path = (fs::path(dir) / "model.safetensors").string();
 
     // Everything that can be wrong is found before the first step.
+    const MatmulPrecision precision =
+        config.train.precision == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::float32;
+    if (precision == MatmulPrecision::bf16) {
+        const std::string missing = backend().bf16_unsupported();
+        if (!missing.empty())
+            throw InputError("train.precision = \"bf16\": " + missing + "; use \"float32\" on this machine");
+    }
     const bool terminal = config.logging.progress_bar && isatty(STDERR_FILENO);
     Corpus corpus = load_corpus(config.data, terminal);
     if (config.model.vocab_size != 0 && config.model.vocab_size != corpus.vocab.size())
@@ -241,6 +248,10 @@ nlohmann::json train(const TrainOptions& options) {
         std::string differences = model_differences(saved_config, config);
         if (!differences.empty())
             throw InputError(state_path + ": cannot resume with a different model: " + differences);
+        if (saved_config.train.precision != config.train.precision)  // the steps would compute something else
+            throw InputError(state_path + ": the run trained with train.precision = \"" +
+                             saved_config.train.precision + "\", the config asks for \"" + config.train.precision +
+                             "\"; resume with the same train.precision");
         // The same vocabulary size is not the same text: the batches would come from other data.
         const auto saved_corpus = saved.find("corpus");  // absent in states written before it was recorded
         if (saved_corpus != saved.end() && saved_corpus->second != corpus_text)
@@ -320,6 +331,8 @@ nlohmann::json train(const TrainOptions& options) {
         const double lr = learning_rate(config.optim, step, total);
         Batch batch = batch_draws.next(corpus.train, B, T);
         model.parameters().zero_grad();
+        // The step's matrix products in train.precision (evaluations stay float32).
+        std::optional<MatmulPrecisionScope> step_precision(std::in_place, precision);
         Tensor loss = model.loss(batch.inputs, batch.targets);
         const double loss_value = loss.item();
         if (!std::isfinite(loss_value)) {
@@ -331,6 +344,7 @@ nlohmann::json train(const TrainOptions& options) {
                                      std::to_string(step + 1) + "; stopped, " + kept + " (try a lower optim.lr)");
         }
         loss.backward();
+        step_precision.reset();
         const double grad_norm = clip_grad_norm(model.parameters(), config.optim.grad_clip);
         adam.step(lr);
         ++step;

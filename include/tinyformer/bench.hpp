@@ -22,6 +22,7 @@ struct BenchOptions {
     int sample_threads = 1;       // sampling is one stream of one character at a time
     uint64_t seed = 1337;
     bool profile = false;         // after the timed steps, time every kernel of steps_per_repeat more
+    std::string precision = "float32";  // train.precision: the training steps' and the GEMM peak's products
 };
 
 struct GemmMeasurement {

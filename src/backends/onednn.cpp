@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "tinyformer/backend.hpp"
+#include "tinyformer/bf16.hpp"
 #include "attention_blocks.hpp"
 #include "fast_exp.hpp"
 #include "onednn_compat.hpp"
@@ -43,6 +44,7 @@ namespace {
 using dnnl::memory;
 using Dims = memory::dims;
 constexpr auto f32 = memory::data_type::f32;
+constexpr auto bf16 = memory::data_type::bf16;
 
 // A loop over fewer elements than this runs on one thread: waking the pool would cost more.
 constexpr int64_t kParallelWork = 1 << 15;
@@ -65,11 +67,17 @@ std::string key_of(const char* kind, std::initializer_list<int64_t> numbers) {
 // An operand of a batched matmul as oneDNN sees it: logically [batch, rows, cols], stored
 // row-major as written or as its transpose, batch entries `stride` elements apart. Stride 0
 // (one matrix shared by the whole batch) becomes a batch of 1, which oneDNN broadcasts.
-memory::desc matrix_desc(int64_t batch, int64_t rows, int64_t cols, bool transposed, int64_t stride) {
+memory::desc matrix_desc(int64_t batch, int64_t rows, int64_t cols, bool transposed, int64_t stride,
+                         memory::data_type type = f32) {
     const int64_t entry = stride == 0 ? rows * cols : stride;
     const Dims dims = {stride == 0 ? 1 : batch, rows, cols};
     const Dims strides = transposed ? Dims{entry, 1, rows} : Dims{entry, cols, 1};
-    return memory::desc(dims, f32, strides);
+    return memory::desc(dims, type, strides);
+}
+
+// The elements such an operand spans: a batch of `stride`-spaced entries of rows × cols.
+int64_t matrix_extent(int64_t batch, int64_t rows, int64_t cols, int64_t stride) {
+    return stride == 0 ? rows * cols : (batch - 1) * stride + rows * cols;
 }
 
 // Broadcasting of one operand against the output, for the elementwise kernels: its element
@@ -148,6 +156,16 @@ void broadcast_binary(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
 class OneDnnBackend final : public Backend {
 public:
     std::string name() const override { return "onednn"; }
+
+    // oneDNN runs bf16 products on AVX512-BF16 (Cooper Lake, Zen 4 and later) or AMX (without
+    // them 2.6 has no bf16 matmul at all); the effective ISA is what it dispatches to, lowered
+    // by ONEDNN_MAX_CPU_ISA when that is set.
+    std::string bf16_unsupported() const override {
+        const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+        if (onednn::has_bf16_products(isa)) return "";
+        return "oneDNN's instruction set on this CPU, " + onednn::isa_name(isa) +
+               ", has no bf16 instructions (AVX512-BF16 or AMX)";
+    }
 
     // ---- matmul ----
 
@@ -665,6 +683,7 @@ private:
     RopeTable rope_table_;  // the last one made: training asks for the same one every time
     std::vector<float> variance_, unused_shift_;  // layer_norm_backward's scratch [N], [C]
     std::vector<double> row_losses_;  // cross_entropy_forward's scratch [N]
+    std::vector<uint16_t> a_bf16_, b_bf16_;  // a bf16 product's operands, converted (matmul)
     std::vector<float> attention_scratch_;  // for_each_head's, for every thread
 
     // One head of self-attention inside qkv [B,T,3D]: its q at `q`, its k and v D and 2D
@@ -691,10 +710,33 @@ private:
     }
 
     // Points the kernel's memories at this call's buffers and runs it.
-    void run(Kernel& k, const std::vector<std::pair<int, const float*>>& buffers) {
-        for (const auto& [arg, pointer] : buffers) k.args.at(arg).set_data_handle(const_cast<float*>(pointer));
+    void run(Kernel& k, const std::vector<std::pair<int, const void*>>& buffers) {
+        for (const auto& [arg, pointer] : buffers) k.args.at(arg).set_data_handle(const_cast<void*>(pointer));
         k.primitive.execute(stream_, k.args);
         stream_.wait();
+    }
+
+    // The first n floats of `from` as bfloat16 in `to` (grown to fit), rounded to nearest even
+    // (bf16.hpp). A plain loop the compiler vectorises: oneDNN's reorder took ~10 times as long.
+    static const uint16_t* to_bf16(const float* from, int64_t n, std::vector<uint16_t>& to) {
+        if (static_cast<int64_t>(to.size()) < n) to.resize(static_cast<size_t>(n));
+        uint16_t* out = to.data();
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < n; ++i) out[i] = to_bf16_bits(from[i]);
+        return out;
+    }
+
+    // The same for a [rows, cols] matrix stored row-major, written transposed: to is [cols, rows].
+    // oneDNN's reorder, which does the transposition in cache-sized tiles.
+    const uint16_t* to_bf16_transposed(const float* from, int64_t rows, int64_t cols, std::vector<uint16_t>& to) {
+        if (static_cast<int64_t>(to.size()) < rows * cols) to.resize(static_cast<size_t>(rows * cols));
+        Kernel& k = cached(key_of("to_bf16_transposed", {rows, cols}), [&] {
+            const memory::desc source({rows, cols}, f32, Dims{cols, 1}), target({rows, cols}, bf16, Dims{1, rows});
+            return make_kernel(dnnl::reorder(dnnl::reorder::primitive_desc(engine_, source, engine_, target)),
+                               {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, target}});
+        });
+        run(k, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to.data()}});
+        return to.data();
     }
 
     // c = alpha · op(a) @ op(b) (+ c), batched as GemmSpec says (stride_c is not 0 here, or batch is 1);
@@ -709,7 +751,7 @@ private:
             return;
         }
         const float alpha = static_cast<float>(s.alpha);
-        if (s.trans_a && !bias && !residual) {
+        if (s.trans_a && !bias && !residual && !s.bf16) {
             // Products with a transposed a — every weight gradient, dW = dYᵀ X, and attention's
             // dV = weightsᵀ dO and dK = dScoresᵀ q — go through oneDNN's BLAS-style sgemm.
             // Measured on this project's shapes inside a training step, it is 15-30 % faster
@@ -733,14 +775,29 @@ private:
             if (failed) throw std::runtime_error("oneDNN sgemm failed");
             return;
         }
+        // bf16: a and b converted to bfloat16 here, and a kernel for bf16 inputs (float32 sums,
+        // float32 c, the same bias, scale, residual and accumulation).
+        // A transposed a (a weight gradient, dW = dYᵀ X) is transposed as it is converted: the
+        // bf16 kernel then reads a plain row-major a, which it does fastest.
+        const void *a_input = a, *b_input = b;
+        if (s.bf16) {
+            if (s.trans_a && s.batch == 1) {
+                a_input = to_bf16_transposed(a, s.K, s.M, a_bf16_);
+                s.trans_a = false;
+            } else {
+                a_input = to_bf16(a, matrix_extent(s.batch, s.M, s.K, s.stride_a), a_bf16_);
+            }
+            b_input = to_bf16(b, matrix_extent(s.batch, s.K, s.N, s.stride_b), b_bf16_);
+        }
+        const memory::data_type input_type = s.bf16 ? bf16 : f32;
         int32_t alpha_bits;
         std::memcpy(&alpha_bits, &alpha, sizeof alpha_bits);
         Kernel& k = cached(key_of("matmul", {s.batch, s.M, s.N, s.K, s.trans_a, s.trans_b, s.stride_a, s.stride_b,
                                              s.stride_c, s.accumulate, alpha_bits, bias != nullptr,
-                                             residual != nullptr}),
+                                             residual != nullptr, s.bf16}),
                            [&] {
-                               const memory::desc a_desc = matrix_desc(s.batch, s.M, s.K, s.trans_a, s.stride_a);
-                               const memory::desc b_desc = matrix_desc(s.batch, s.K, s.N, s.trans_b, s.stride_b);
+                               const memory::desc a_desc = matrix_desc(s.batch, s.M, s.K, s.trans_a, s.stride_a, input_type);
+                               const memory::desc b_desc = matrix_desc(s.batch, s.K, s.N, s.trans_b, s.stride_b, input_type);
                                const memory::desc c_desc = matrix_desc(s.batch, s.M, s.N, false, s.stride_c);
                                dnnl::primitive_attr attr;
                                dnnl::post_ops ops;
@@ -761,7 +818,8 @@ private:
                                kernel.residual_arg = residual_arg;
                                return kernel;
                            });
-        std::vector<std::pair<int, const float*>> buffers = {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}};
+        std::vector<std::pair<int, const void*>> buffers = {{DNNL_ARG_SRC, a_input}, {DNNL_ARG_WEIGHTS, b_input},
+                                                            {DNNL_ARG_DST, c}};
         if (bias) buffers.emplace_back(DNNL_ARG_BIAS, bias);
         if (residual) buffers.emplace_back(k.residual_arg, residual);
         run(k, buffers);

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <dnnl.hpp>
+#include <cstdio>
+#include <string>
 #include <oneapi/dnnl/dnnl_version.h>
 
 namespace tinyformer::onednn {
@@ -81,6 +83,41 @@ inline dnnl::softmax_backward::primitive_desc softmax_backward(const dnnl::engin
 #else
     return {{data, data, axis}, engine, forward};
 #endif
+}
+
+// The name ONEDNN_MAX_CPU_ISA takes for an instruction set oneDNN dispatches to.
+inline std::string isa_name(dnnl::cpu_isa isa) {
+    switch (isa) {
+        case dnnl::cpu_isa::sse41: return "SSE41";
+        case dnnl::cpu_isa::avx: return "AVX";
+        case dnnl::cpu_isa::avx2: return "AVX2";
+        case dnnl::cpu_isa::avx2_vnni: return "AVX2_VNNI";
+#if DNNL_VERSION_MAJOR >= 3
+        case dnnl::cpu_isa::avx2_vnni_2: return "AVX2_VNNI_2";
+#endif
+        case dnnl::cpu_isa::avx512_core: return "AVX512_CORE";
+        case dnnl::cpu_isa::avx512_core_vnni: return "AVX512_CORE_VNNI";
+        case dnnl::cpu_isa::avx512_core_bf16: return "AVX512_CORE_BF16";
+        case dnnl::cpu_isa::avx512_core_amx: return "AVX512_CORE_AMX";
+        default: {
+            char hex[32];
+            std::snprintf(hex, sizeof hex, "ISA 0x%x", static_cast<unsigned>(isa));
+            return hex;
+        }
+    }
+}
+
+// Whether oneDNN runs bf16 matrix products with bf16 instructions at this instruction set:
+// AVX512-BF16 (and everything above it, AMX included, whose flags contain its own), or on
+// 3.x also AVX2-VNNI-2 (AVX-NE-CONVERT).
+inline bool has_bf16_products(dnnl::cpu_isa isa) {
+    const auto contains = [isa](dnnl::cpu_isa needed) {
+        return (static_cast<unsigned>(isa) & static_cast<unsigned>(needed)) == static_cast<unsigned>(needed);
+    };
+#if DNNL_VERSION_MAJOR >= 3
+    if (contains(dnnl::cpu_isa::avx2_vnni_2)) return true;
+#endif
+    return contains(dnnl::cpu_isa::avx512_core_bf16);
 }
 
 }  // namespace tinyformer::onednn

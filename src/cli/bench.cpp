@@ -107,6 +107,7 @@ Runner add_bench(CLI::App& app) {
         options.model.vocab_size = vocab_size_for(config, args->vocab);
         options.batch_size = config.train.batch_size;
         options.seed = static_cast<uint64_t>(config.train.seed);
+        options.precision = config.train.precision;
         if (options.repeats < 1 || options.steps_per_repeat < 1 || options.sample_chars < 1 || options.sample_threads < 1)
             throw InputError("bench: --repeats, --steps, --sample-chars and --sample-threads must be at least 1");
         const BenchResult result = run_bench(options);
@@ -117,6 +118,7 @@ Runner add_bench(CLI::App& app) {
             for (const GemmMeasurement& g : result.gemm) gemm.push_back({{"M", g.M}, {"N", g.N}, {"K", g.K}, {"gflops", g.gflops}});
             nlohmann::json out = {
                 {"config", config.name}, {"backend", backend().name()}, {"threads", num_threads()},
+                {"precision", options.precision},
                 {"d_model", m.d_model}, {"n_heads", m.n_heads}, {"n_layers", m.n_layers}, {"context", m.context},
                 {"vocab_size", m.vocab_size}, {"batch", options.batch_size},
                 {"train_tokens_per_s", result.train_median()}, {"train_tokens_per_s_runs", result.train_tokens_per_s},
@@ -133,6 +135,7 @@ Runner add_bench(CLI::App& app) {
                     config.name.c_str(), (long long)m.d_model, (long long)m.n_heads, (long long)m.n_layers,
                     (long long)m.context, (long long)m.vocab_size, (long long)options.batch_size,
                     backend().name().c_str(), num_threads());
+        if (options.precision != "float32") std::printf("  precision %s matrix products\n", options.precision.c_str());
         const auto [train_min, train_max] = std::minmax_element(result.train_tokens_per_s.begin(), result.train_tokens_per_s.end());
         std::printf("  train    %s tokens/s   median of %lld × %lld steps (range %s–%s)\n",
                     thousands(result.train_median()).c_str(), (long long)options.repeats,

@@ -59,6 +59,7 @@ Tensor linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Te
                                                     " classes");
 
     const bool with_grad = grad_enabled() && (hidden.requires_grad() || weight.requires_grad());
+    const bool bf16 = matmul_precision() == MatmulPrecision::bf16;  // the products' precision (the LM head's)
     if (block_logits < 1) shape_error("linear_cross_entropy", "block_logits must be at least 1");
     // As few blocks as hold at most block_logits logits each, of (nearly) equal rows.
     const int64_t blocks = std::min(N, (N * V + block_logits - 1) / block_logits);
@@ -74,7 +75,7 @@ Tensor linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Te
                                                      DType::i32);                                     // [rows]
 
         GemmSpec logits_spec;  // logits [rows,V] = hidden [rows,D] @ Wᵀ
-        logits_spec.M = rows, logits_spec.N = V, logits_spec.K = D, logits_spec.trans_b = true;
+        logits_spec.M = rows, logits_spec.N = V, logits_spec.K = D, logits_spec.trans_b = true, logits_spec.bf16 = bf16;
         Tensor logits = empty_like(hidden, {rows, V});
         backend().gemm(block_hidden, weight, logits, logits_spec);
         Tensor block_loss = empty_like(hidden, {});  // the block's mean
@@ -88,11 +89,12 @@ Tensor linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Te
         backend().cross_entropy_backward(probs, block_targets, static_cast<double>(rows) / static_cast<double>(N),
                                          d_logits);
         GemmSpec d_hidden_spec;  // d_hidden [rows,D] = d_logits [rows,V] @ W [V,D]
-        d_hidden_spec.M = rows, d_hidden_spec.N = D, d_hidden_spec.K = V;
+        d_hidden_spec.M = rows, d_hidden_spec.N = D, d_hidden_spec.K = V, d_hidden_spec.bf16 = bf16;
         Tensor block_d_hidden = rows_of(d_hidden, D, first, rows);
         backend().gemm(d_logits, weight, block_d_hidden, d_hidden_spec);
         GemmSpec d_weight_spec;  // d_W [V,D] (+)= d_logitsᵀ [V,rows] @ hidden [rows,D]
         d_weight_spec.M = V, d_weight_spec.N = D, d_weight_spec.K = rows, d_weight_spec.trans_a = true;
+        d_weight_spec.bf16 = bf16;
         d_weight_spec.accumulate = first > 0;
         backend().gemm(d_logits, block_hidden, d_weight, d_weight_spec);
     }

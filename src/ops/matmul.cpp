@@ -31,14 +31,15 @@ static GemmSpec matmul_spec(const char* op, const Tensor& a, const Tensor& b, bo
     spec.M = M, spec.N = N, spec.K = K;
     spec.trans_a = transpose_a, spec.trans_b = transpose_b;
     spec.stride_a = M * K, spec.stride_b = weight ? 0 : K * N, spec.stride_c = M * N;
+    spec.bf16 = matmul_precision() == MatmulPrecision::bf16;  // inside a MatmulPrecisionScope (training, bf16)
     out_shape = batch_shape;
     out_shape.push_back(M);
     out_shape.push_back(N);
     return spec;
 }
 
-// The backward of c = alpha · op(a) @ op(b) (as `spec` describes it): adds dA and dB into a's
-// and b's gradients. c = alpha A B  ⇒  dA = alpha dC B^T,  dB = alpha A^T dC (each spec below
+// The backward of c = alpha · op(a) @ op(b) (as `spec` describes it, in its precision): adds
+// dA and dB into a's and b's gradients. c = alpha A B  ⇒  dA = alpha dC B^T,  dB = alpha A^T dC (each spec below
 // keeps alpha), with each operand's own transpose flag folded in; a shared weight sums its
 // gradient over the batch.
 static void matmul_backward(const Tensor& a, const Tensor& b, const GemmSpec& spec, const Tensor& dc) {
