@@ -717,7 +717,8 @@ private:
     }
 
     // The first n floats of `from` as bfloat16 in `to` (grown to fit), rounded to nearest even
-    // (bf16.hpp). A plain loop the compiler vectorises: oneDNN's reorder took ~10 times as long.
+    // (bf16.hpp). A plain loop the compiler vectorises, as fast as oneDNN's reorder (35 µs against
+    // 39 µs for 393,216 floats on 2 threads) and plainer to read.
     static const uint16_t* to_bf16(const float* from, int64_t n, std::vector<uint16_t>& to) {
         if (static_cast<int64_t>(to.size()) < n) to.resize(static_cast<size_t>(n));
         uint16_t* out = to.data();
