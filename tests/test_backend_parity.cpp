@@ -7,6 +7,7 @@
 // tensor of size-1 values carries float32 rounding of size 1e-7, not of its own size). The
 // bound is 1e-4.
 #include "catch.hpp"
+#include "test_helpers.hpp"
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -19,19 +20,13 @@
 #include "tinyformer/rng.hpp"
 
 using namespace tinyformer;
+using tinyformer::testing::BackendScope;
 
 namespace {
 
 constexpr double kTolerance = 1e-4;
 
 // Makes `backend` current for a scope, and the reference backend again after it.
-struct BackendScope {
-    explicit BackendScope(std::unique_ptr<Backend> backend) { set_backend(std::move(backend)); }
-    ~BackendScope() { set_backend(make_reference_backend()); }
-    BackendScope(const BackendScope&) = delete;
-    BackendScope& operator=(const BackendScope&) = delete;
-};
-
 // fn() computed with `backend` current; the reference backend is current again afterwards,
 // even if fn throws.
 template <class Fn>

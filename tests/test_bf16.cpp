@@ -10,6 +10,7 @@
 // product is within γ_K·S of exact. A product that summed in bfloat16 would be off by up to
 // K·u·S, which these bounds reject (tested below).
 #include "catch.hpp"
+#include "test_helpers.hpp"
 
 #include <cmath>
 #include <array>
@@ -24,15 +25,9 @@
 #include "tinyformer/rng.hpp"
 
 using namespace tinyformer;
+using tinyformer::testing::BackendScope;
 
 namespace {
-
-struct BackendScope {
-    explicit BackendScope(std::unique_ptr<Backend> backend) { set_backend(std::move(backend)); }
-    ~BackendScope() { set_backend(make_reference_backend()); }
-    BackendScope(const BackendScope&) = delete;
-    BackendScope& operator=(const BackendScope&) = delete;
-};
 
 Tensor random_tensor(Rng& rng, const Shape& shape, bool positive = false) {
     std::vector<double> values(static_cast<size_t>(numel_of(shape)));

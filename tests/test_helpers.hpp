@@ -9,9 +9,18 @@
 #include <set>
 #include <string>
 
+#include "tinyformer/backend.hpp"
 #include "tinyformer/model.hpp"
 
 namespace tinyformer::testing {
+
+// Makes `backend` the current one for a scope; the reference backend is current again after.
+struct BackendScope {
+    explicit BackendScope(std::unique_ptr<Backend> backend) { set_backend(std::move(backend)); }
+    ~BackendScope() { set_backend(make_reference_backend()); }
+    BackendScope(const BackendScope&) = delete;
+    BackendScope& operator=(const BackendScope&) = delete;
+};
 
 // A fresh directory of its own (named after `prefix`, the process and a counter), removed with
 // everything in it at the end of the test.

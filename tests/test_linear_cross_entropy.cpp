@@ -15,6 +15,7 @@
 #include "tinyformer/rng.hpp"
 
 using namespace tinyformer;
+using tinyformer::testing::BackendScope;
 
 namespace {
 
@@ -57,13 +58,6 @@ double max_abs_difference(const Tensor& a, const Tensor& b) {
     for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(a.at(i) - b.at(i)));
     return worst;
 }
-
-struct BackendScope {
-    explicit BackendScope(std::unique_ptr<Backend> backend) { set_backend(std::move(backend)); }
-    ~BackendScope() { set_backend(make_reference_backend()); }
-    BackendScope(const BackendScope&) = delete;
-    BackendScope& operator=(const BackendScope&) = delete;
-};
 
 }  // namespace
 
