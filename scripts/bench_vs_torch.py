@@ -7,6 +7,12 @@ prints each engine's median training tokens/s and their ratio. A developer's too
 PyTorch (`apt-get install -y python3-torch libopenblas0-openmp`); the project does not.
 
   scripts/bench_vs_torch.py [--rounds 5] [--threads 2] [--only lesson_b32,lesson_b8,shakespeare]
+                            [--precision float32|bf16]
+
+With --precision bf16, tinyformer trains with train.precision = "bf16" and each round also
+runs PyTorch's own mixed precision: the same torch_model.py bench with the model's forward
+inside torch.autocast("cpu", dtype=torch.bfloat16) (the backward runs outside it, as
+PyTorch's autocast recipe says). Ratios are given against both PyTorch runs.
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -25,8 +31,32 @@ WORKLOADS = {
 }
 
 
-def run_json(command):
-    out = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True).stdout
+# torch_model.py bench with the forward under autocast: the reference file is not changed,
+# its Model.forward is wrapped on import.
+AUTOCAST = """
+import sys, torch
+sys.path.insert(0, sys.argv[1])
+import torch_model
+forward = torch_model.Model.forward
+def autocast_forward(self, *args, **kwargs):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        return forward(self, *args, **kwargs)
+torch_model.Model.forward = autocast_forward
+sys.argv = ["torch_model.py"] + sys.argv[2:]
+torch_model.main()
+"""
+
+
+# PyTorch's float32 products go through OpenBLAS, which picks its kernels for this CPU
+# unless OPENBLAS_CORETYPE overrides it. This machine's environment sets
+# OPENBLAS_CORETYPE=Haswell (and OPENBLAS_L2_SIZE): AVX2 kernels on an AVX-512 CPU, which
+# took PyTorch's 768×512×128 float32 product from 218 to 139 GFLOP/s (measured 2026-12-01)
+# and its training to about 60 % of its speed. PyTorch runs without them: its own best.
+TORCH_ENV = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
+
+
+def run_json(command, env=None):
+    out = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -35,27 +65,39 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--only", default=",".join(WORKLOADS))
+    p.add_argument("--precision", choices=["float32", "bf16"], default="float32")
     a = p.parse_args()
+    bf16 = a.precision == "bf16"
     results = {}
     for name in a.only.split(","):
         ours_args, torch_args = WORKLOADS[name]
-        ours, theirs = [], []
+        if bf16:
+            ours_args = ours_args + ["--set", "train.precision=bf16"]
+        torch_bench = ["bench", "--threads", str(a.threads)] + torch_args
+        ours, theirs, autocast = [], [], []
         for _ in range(a.rounds):
-            theirs.append(run_json(["/usr/bin/python3", TORCH, "bench", "--threads", str(a.threads)] + torch_args)
-                          ["train_tokens_per_s"])
+            theirs.append(run_json(["/usr/bin/python3", TORCH] + torch_bench, TORCH_ENV)["train_tokens_per_s"])
+            if bf16:
+                autocast.append(run_json(["/usr/bin/python3", "-c", AUTOCAST, os.path.dirname(TORCH)] + torch_bench,
+                                         TORCH_ENV)
+                                ["train_tokens_per_s"])
             ours.append(run_json([TINYFORMER, "bench", "--json", "--threads", str(a.threads), "--repeats", "5"]
                                  + ours_args)["train_tokens_per_s"])
-        m_ours, m_theirs = statistics.median(ours), statistics.median(theirs)
-        # Each round's two runs are back to back, so their ratio shares that minute's load;
+        # Each round's runs are back to back, so their ratio shares that minute's load;
         # the median of those paired ratios is the figure least moved by the machine's noise.
-        paired = [o / t for o, t in zip(ours, theirs)]
-        m_paired = statistics.median(paired)
-        results[name] = {"tinyformer": round(m_ours), "torch": round(m_theirs), "ratio": round(m_ours / m_theirs, 2),
-                         "paired_ratio": round(m_paired, 2), "paired_ratios": [round(r, 2) for r in paired],
-                         "tinyformer_runs": [round(x) for x in ours], "torch_runs": [round(x) for x in theirs]}
-        print(f"{name:12s} tinyformer {m_ours:9,.0f} tok/s   torch {m_theirs:9,.0f} tok/s   ratio of medians "
-              f"{m_ours / m_theirs:.2f}   median paired ratio {m_paired:.2f} ({min(paired):.2f}-{max(paired):.2f})",
-              flush=True)
+        results[name] = {"precision": a.precision, "tinyformer_runs": [round(x) for x in ours]}
+        line = f"{name:12s} tinyformer {statistics.median(ours):9,.0f} tok/s"
+        baselines = [("torch", theirs)] + ([("torch_autocast", autocast)] if bf16 else [])
+        for label, runs in baselines:
+            paired = [o / t for o, t in zip(ours, runs)]
+            m_runs, m_paired = statistics.median(runs), statistics.median(paired)
+            results[name].update({label: round(m_runs), f"{label}_runs": [round(x) for x in runs],
+                                  f"ratio_{label}": round(statistics.median(ours) / m_runs, 2),
+                                  f"paired_ratio_{label}": round(m_paired, 2),
+                                  f"paired_ratios_{label}": [round(r, 2) for r in paired]})
+            line += (f"   {label} {m_runs:9,.0f} tok/s: ratio of medians {statistics.median(ours) / m_runs:.2f},"
+                     f" median paired {m_paired:.2f} ({min(paired):.2f}-{max(paired):.2f})")
+        print(line, flush=True)
     print(json.dumps(results))
 
 

@@ -91,12 +91,6 @@ void Backend::self_attention_backward(const Tensor& qkv, const Tensor& weights, 
 
 Backend& backend() { return *current_backend(); }
 
-static MatmulPrecision current_matmul_precision = MatmulPrecision::float32;
-MatmulPrecision matmul_precision() { return current_matmul_precision; }
-MatmulPrecisionScope::MatmulPrecisionScope(MatmulPrecision precision) : previous_(current_matmul_precision) {
-    current_matmul_precision = precision;
-}
-MatmulPrecisionScope::~MatmulPrecisionScope() { current_matmul_precision = previous_; }
 void set_backend(std::unique_ptr<Backend> next) { current_backend() = std::move(next); }
 std::unique_ptr<Backend> swap_backend(std::unique_ptr<Backend> next) {
     std::swap(current_backend(), next);

@@ -119,9 +119,12 @@ std::vector<GemmMeasurement> measure_gemm(const BenchOptions& options) {
     for (int64_t N : {D, 4 * D}) {
         GemmMeasurement m{rows, N, D, 0};
         Tensor a = Tensor::full({m.M, m.K}, 0.5), b = Tensor::full({m.K, m.N}, 0.25), c = Tensor::zeros({m.M, m.N});
+        if (options.precision == "bf16") {  // the peak in the precision the steps use: bf16 operands
+            a = bf16_copy(a);
+            b = bf16_copy(b);
+        }
         GemmSpec spec;
         spec.M = m.M, spec.N = m.N, spec.K = m.K;
-        spec.bf16 = options.precision == "bf16";  // the peak in the precision the steps use
         const double flops = 2.0 * m.M * m.N * m.K;
         // Enough calls per repetition for a few milliseconds of work at ~100 GFLOP/s.
         const int64_t calls = std::max<int64_t>(1, static_cast<int64_t>(5e8 / flops));

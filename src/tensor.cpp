@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "tinyformer/autograd.hpp"
+#include "tinyformer/bf16.hpp"
 #include "tinyformer/backend.hpp"
 #include "tinyformer/buffer_pool.hpp"
 
@@ -17,6 +18,7 @@ const char* dtype_name(DType dtype) {
         case DType::f32: return "f32";
         case DType::f64: return "f64";
         case DType::i32: return "i32";
+        case DType::bf16: return "bf16";
     }
     return "?";
 }
@@ -26,6 +28,7 @@ size_t dtype_size(DType dtype) {
         case DType::f32: return 4;
         case DType::f64: return 8;
         case DType::i32: return 4;
+        case DType::bf16: return 2;
     }
     return 0;
 }
@@ -91,11 +94,7 @@ Tensor Tensor::from(const std::vector<double>& values, const Shape& shape, DType
     if (static_cast<int64_t>(values.size()) != numel_of(shape))
         throw std::invalid_argument(std::to_string(values.size()) + " values do not fill shape " + shape_str(shape));
     Tensor t = zeros(shape, dtype);
-    for (size_t i = 0; i < values.size(); ++i) {
-        if (dtype == DType::f32) t.data<float>()[i] = static_cast<float>(values[i]);
-        else if (dtype == DType::f64) t.data<double>()[i] = values[i];
-        else t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
-    }
+    for (size_t i = 0; i < values.size(); ++i) t.set_at(static_cast<int64_t>(i), values[i]);
     return t;
 }
 
@@ -144,8 +143,18 @@ double Tensor::at(int64_t i) const {
         case DType::f32: return data<float>()[i];
         case DType::f64: return data<double>()[i];
         case DType::i32: return data<int32_t>()[i];
+        case DType::bf16: return from_bf16_bits(data<uint16_t>()[i]);
     }
     return 0;
+}
+
+void Tensor::set_at(int64_t i, double value) {
+    switch (dtype()) {
+        case DType::f32: data<float>()[i] = static_cast<float>(value); break;
+        case DType::f64: data<double>()[i] = value; break;
+        case DType::i32: data<int32_t>()[i] = static_cast<int32_t>(value); break;
+        case DType::bf16: data<uint16_t>()[i] = to_bf16_bits(static_cast<float>(value)); break;
+    }
 }
 
 double Tensor::item() const {
@@ -171,6 +180,7 @@ void Tensor::fill(double value) {
         }
         case DType::f64: std::fill_n(data<double>(), n, value); break;
         case DType::i32: std::fill_n(data<int32_t>(), n, static_cast<int32_t>(value)); break;
+        case DType::bf16: std::fill_n(data<uint16_t>(), n, to_bf16_bits(static_cast<float>(value))); break;
     }
 }
 
@@ -186,13 +196,8 @@ void Tensor::copy_from(const Tensor& other) {
         for (int64_t k = 0; k < blocks; ++k) std::memcpy(to + k * block, from + k * block, std::min(block, bytes - k * block));
         return;
     }
-    int64_t n = numel();
-    for (int64_t i = 0; i < n; ++i) {
-        double v = other.at(i);
-        if (dtype() == DType::f32) data<float>()[i] = static_cast<float>(v);
-        else if (dtype() == DType::f64) data<double>()[i] = v;
-        else data<int32_t>()[i] = static_cast<int32_t>(v);
-    }
+    const int64_t n = numel();
+    for (int64_t i = 0; i < n; ++i) set_at(i, other.at(i));
 }
 
 Tensor Tensor::clone() const { return to(dtype()); }
@@ -209,6 +214,7 @@ bool Tensor::requires_grad() const { return impl_ && impl_->requires_grad; }
 
 Tensor& Tensor::set_requires_grad(bool on) {
     if (on && dtype() == DType::i32) throw std::invalid_argument("integer tensors cannot require grad");
+    if (on && dtype() == DType::bf16) throw std::invalid_argument("bf16 tensors (product operands) cannot require grad");
     impl_->requires_grad = on;
     return *this;
 }

@@ -84,11 +84,12 @@ std::vector<double> product_summed_in_bf16(const Tensor& a, const Tensor& b, int
     return c;
 }
 
+// The product of a and b rounded to bf16 (bf16_copy), through the current backend.
 std::vector<double> gemm_bf16(const Tensor& a, const Tensor& b, int64_t M, int64_t K, int64_t N) {
     Tensor c = Tensor::empty({M, N}, DType::f32);
     GemmSpec spec;
-    spec.M = M, spec.N = N, spec.K = K, spec.bf16 = true;
-    backend().gemm(a, b, c, spec);
+    spec.M = M, spec.N = N, spec.K = K;
+    backend().gemm(bf16_copy(a), bf16_copy(b), c, spec);
     return c.to_vector();
 }
 
@@ -245,4 +246,26 @@ TEST_CASE("Inside a bf16 scope the model's ops take bf16 products, forward and b
         CHECK(std::abs(r16.out[0] - r32.out[0]) <= loss_bound);
         CHECK(r16.out[0] != r32.out[0]);
     }
+}
+
+TEST_CASE("A bf16 scope converts a parameter once and forgets the copy when it ends", "[bf16]") {
+    Rng rng(7);
+    Tensor weight = random_tensor(rng, {8, 16}).set_requires_grad();  // a parameter: a leaf that requires grad
+    const Tensor activation = random_tensor(rng, {4, 16});
+    CHECK(product_operand(weight).same_as(weight));  // float32 outside any scope: the tensor itself
+    Tensor first_copy;
+    {
+        MatmulPrecisionScope scope(MatmulPrecision::bf16);
+        first_copy = product_operand(weight);
+        REQUIRE(first_copy.dtype() == DType::bf16);
+        CHECK(product_operand(weight).same_as(first_copy));  // reused inside the scope
+        CHECK(!product_operand(activation).same_as(product_operand(activation)));  // not a parameter: converted each time
+        for (int64_t i = 0; i < weight.numel(); ++i)
+            REQUIRE(first_copy.at(i) == round_to_bf16(static_cast<float>(weight.at(i))));
+    }
+    weight.data<float>()[0] += 1.0f;  // an optimizer step, outside the scope
+    MatmulPrecisionScope scope(MatmulPrecision::bf16);
+    const Tensor second_copy = product_operand(weight);
+    CHECK(!second_copy.same_as(first_copy));
+    CHECK(second_copy.at(0) == round_to_bf16(weight.data<float>()[0]));
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "tinyformer/mixed_precision.hpp"
 #include "tinyformer/tensor.hpp"
 
 namespace tinyformer {
@@ -17,41 +18,25 @@ namespace tinyformer {
 // when asked. a[b] is M×K after op(), b[b] is K×N after op(), c[b] is M×N. A stride of 0
 // broadcasts that operand over the batch (a weight shared by every batch element; with
 // c's stride 0 and accumulate, the batch is summed into one matrix).
+// a and b are both float32 or both float64, as c is; or, in mixed precision
+// (mixed_precision.hpp), both bf16 with c float32: bfloat16 products summed in float32.
 struct GemmSpec {
     int64_t batch = 1, M = 0, N = 0, K = 0;
     bool trans_a = false, trans_b = false;
     int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // elements between batch entries
     bool accumulate = false;
     double alpha = 1.0;  // scales the product (attention's 1/sqrt(d), for free)
-    // Mixed precision (train.precision = "bf16"): both operands rounded to bfloat16 (8 bits of
-    // mantissa, float32's range), their products summed in float32, c float32. The model's
-    // projections, MLP and LM head ask for it inside a MatmulPrecisionScope; float64 ignores it.
-    bool bf16 = false;
-};
-
-// The precision of the model's matrix products. A scope, as torch.autocast is: the trainer
-// opens one around each step's forward and backward when train.precision = "bf16"; everything
-// else (evaluation, sampling, inspection) stays float32.
-enum class MatmulPrecision { float32, bf16 };
-MatmulPrecision matmul_precision();
-class MatmulPrecisionScope {
-public:
-    explicit MatmulPrecisionScope(MatmulPrecision precision);
-    ~MatmulPrecisionScope();
-    MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
-    MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
-
-private:
-    MatmulPrecision previous_;
 };
 
 class Backend {
 public:
     virtual ~Backend() = default;
     virtual std::string name() const = 0;
-    // Why this backend cannot run GemmSpec::bf16 products natively on this CPU ("" when it
+    // Why this backend cannot run products of bf16 operands natively on this CPU ("" when it
     // can). The reference backend emulates them anywhere; oneDNN needs bf16 instructions.
     virtual std::string bf16_unsupported() const { return ""; }
+    // out (bf16) = x (float32) rounded to bfloat16, to nearest, ties to even (bf16.hpp).
+    virtual void to_bf16(const Tensor& x, Tensor& out) = 0;
 
     virtual void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmSpec& spec) = 0;
     // c = op(a) @ op(b) + bias [N] on every row (nn.Linear). By default a product, then a

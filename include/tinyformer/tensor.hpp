@@ -20,7 +20,9 @@ namespace tinyformer {
 
 using Shape = std::vector<int64_t>;
 
-enum class DType { f32, f64, i32 };
+// bf16 holds bfloat16 bits (uint16_t, bf16.hpp): the operands of mixed-precision matrix
+// products, never a computed result or a gradient.
+enum class DType { f32, f64, i32, bf16 };
 
 const char* dtype_name(DType dtype);
 size_t dtype_size(DType dtype);
@@ -74,6 +76,7 @@ public:
     template <class T> const T* data() const;
     double item() const;                       // the single element of a one-element tensor
     double at(int64_t flat_index) const;       // any element, as double
+    void set_at(int64_t flat_index, double value);  // any element, converted (rounded) to dtype()
     std::vector<double> to_vector() const;     // all elements, as double
 
     Tensor clone() const;                      // a copy of the data, detached from any graph
@@ -124,6 +127,7 @@ template <class T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::f32; }
 template <> constexpr DType dtype_of<double>() { return DType::f64; }
 template <> constexpr DType dtype_of<int32_t>() { return DType::i32; }
+template <> constexpr DType dtype_of<uint16_t>() { return DType::bf16; }  // bfloat16 bits
 
 void check_dtype(const Tensor& t, DType expected);  // throws naming both types
 

@@ -75,11 +75,6 @@ memory::desc matrix_desc(int64_t batch, int64_t rows, int64_t cols, bool transpo
     return memory::desc(dims, type, strides);
 }
 
-// The elements such an operand spans: a batch of `stride`-spaced entries of rows × cols.
-int64_t matrix_extent(int64_t batch, int64_t rows, int64_t cols, int64_t stride) {
-    return stride == 0 ? rows * cols : (batch - 1) * stride + rows * cols;
-}
-
 // Broadcasting of one operand against the output, for the elementwise kernels: its element
 // strides per output axis (0 where it is broadcast), and whether it is the whole output or
 // a suffix of it (a bias [N] against [..., N]: then it repeats every `numel` elements).
@@ -171,7 +166,7 @@ public:
 
     void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmSpec& s) override {
         if (c.dtype() != DType::f32) return reference_->gemm(a, b, c, s);
-        const float *pa = a.data<float>(), *pb = b.data<float>();
+        const Operands in = operands_of(a, b);
         float* pc = c.data<float>();
         if (s.batch == 0 || s.M == 0 || s.N == 0) return;
         if (s.stride_c == 0 && s.batch > 1) {  // the batch is summed into one c
@@ -180,16 +175,16 @@ public:
                 // [batch*K, N]), so the sum over the batch is one longer contraction.
                 GemmSpec flat = s;
                 flat.batch = 1, flat.K = s.batch * s.K;
-                return matmul(pa, pb, pc, flat);
+                return matmul(in, pc, flat);
             }
             for (int64_t i = 0; i < s.batch; ++i) {  // otherwise one matrix at a time, adding up
                 GemmSpec one = s;
                 one.batch = 1, one.accumulate = s.accumulate || i > 0;
-                matmul(pa + i * s.stride_a, pb + i * s.stride_b, pc, one);
+                matmul(in.entry(i, s), pc, one);
             }
             return;
         }
-        matmul(pa, pb, pc, weight_flattened(s));
+        matmul(in, pc, weight_flattened(s));
     }
 
     // A weight shared by the batch (nn.Linear): the batch stacks along the rows of a and c,
@@ -209,7 +204,7 @@ public:
         const GemmSpec one = weight_flattened(s);
         if (c.dtype() != DType::f32 || one.batch != 1 || s.accumulate || s.K == 0 || s.M == 0 || s.N == 0)
             return Backend::gemm_bias(a, b, bias, c, s);
-        matmul(a.data<float>(), b.data<float>(), c.data<float>(), one, bias.data<float>());
+        matmul(operands_of(a, b), c.data<float>(), one, bias.data<float>());
     }
 
     void gemm_residual(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& residual, Tensor& c,
@@ -218,8 +213,19 @@ public:
         const GemmSpec one = weight_flattened(s);
         if (c.dtype() != DType::f32 || one.batch != 1 || s.accumulate || s.K == 0 || s.M == 0 || s.N == 0)
             return Backend::gemm_residual(a, b, bias, residual, c, s);
-        matmul(a.data<float>(), b.data<float>(), c.data<float>(), one, bias.defined() ? bias.data<float>() : nullptr,
+        matmul(operands_of(a, b), c.data<float>(), one, bias.defined() ? bias.data<float>() : nullptr,
                residual.data<float>());
+    }
+
+    // out = x rounded to bfloat16, to nearest even (bf16.hpp). A plain loop the compiler
+    // vectorises: as fast as oneDNN's reorder (35 µs against 39 µs for 393,216 floats on 2
+    // threads) and plainer to read.
+    void to_bf16(const Tensor& x, Tensor& out) override {
+        const float* from = x.data<float>();
+        uint16_t* to = out.data<uint16_t>();
+        const int64_t n = x.numel();
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < n; ++i) to[i] = to_bf16_bits(from[i]);
     }
 
     // ---- elementwise ----
@@ -683,7 +689,6 @@ private:
     RopeTable rope_table_;  // the last one made: training asks for the same one every time
     std::vector<float> variance_, unused_shift_;  // layer_norm_backward's scratch [N], [C]
     std::vector<double> row_losses_;  // cross_entropy_forward's scratch [N]
-    std::vector<uint16_t> a_bf16_, b_bf16_;  // a bf16 product's operands, converted (matmul)
     std::vector<float> attention_scratch_;  // for_each_head's, for every thread
 
     // One head of self-attention inside qkv [B,T,3D]: its q at `q`, its k and v D and 2D
@@ -716,33 +721,25 @@ private:
         stream_.wait();
     }
 
-    // The first n floats of `from` as bfloat16 in `to` (grown to fit), rounded to nearest even
-    // (bf16.hpp). A plain loop the compiler vectorises, as fast as oneDNN's reorder (35 µs against
-    // 39 µs for 393,216 floats on 2 threads) and plainer to read.
-    static const uint16_t* to_bf16(const float* from, int64_t n, std::vector<uint16_t>& to) {
-        if (static_cast<int64_t>(to.size()) < n) to.resize(static_cast<size_t>(n));
-        uint16_t* out = to.data();
-#pragma omp parallel for schedule(static) if (n > kParallelWork)
-        for (int64_t i = 0; i < n; ++i) out[i] = to_bf16_bits(from[i]);
-        return out;
-    }
-
-    // The same for a [rows, cols] matrix stored row-major, written transposed: to is [cols, rows].
-    // oneDNN's reorder, which does the transposition in cache-sized tiles.
-    const uint16_t* to_bf16_transposed(const float* from, int64_t rows, int64_t cols, std::vector<uint16_t>& to) {
-        if (static_cast<int64_t>(to.size()) < rows * cols) to.resize(static_cast<size_t>(rows * cols));
-        Kernel& k = cached(key_of("to_bf16_transposed", {rows, cols}), [&] {
-            const memory::desc source({rows, cols}, f32, Dims{cols, 1}), target({rows, cols}, bf16, Dims{1, rows});
-            return make_kernel(dnnl::reorder(dnnl::reorder::primitive_desc(engine_, source, engine_, target)),
-                               {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, target}});
-        });
-        run(k, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to.data()}});
-        return to.data();
+    // A product's two operands: float32 both, or bf16 both (mixed precision).
+    struct Operands {
+        const std::byte *a, *b;
+        memory::data_type type;
+        size_t element_bytes;
+        Operands entry(int64_t i, const GemmSpec& s) const {  // batch entry i's
+            return {a + i * s.stride_a * element_bytes, b + i * s.stride_b * element_bytes, type, element_bytes};
+        }
+    };
+    static Operands operands_of(const Tensor& a, const Tensor& b) {
+        auto start = [](const Tensor& t) { return t.storage()->bytes() + t.offset_bytes(); };
+        if (a.dtype() == DType::bf16 && b.dtype() == DType::bf16) return {start(a), start(b), bf16, 2};
+        return {reinterpret_cast<const std::byte*>(a.data<float>()), reinterpret_cast<const std::byte*>(b.data<float>()),
+                f32, 4};
     }
 
     // c = alpha · op(a) @ op(b) (+ c), batched as GemmSpec says (stride_c is not 0 here, or batch is 1);
     // with a bias [N], + bias on every row; with a residual (shaped as c, batch 1), + residual.
-    void matmul(const float* a, const float* b, float* c, GemmSpec s, const float* bias = nullptr,
+    void matmul(const Operands& in, float* c, GemmSpec s, const float* bias = nullptr,
                 const float* residual = nullptr) {
         // One matrix each: the strides mean nothing, and left in they would describe a
         // batch axis that is not densely packed, which oneDNN's fastest matmul (brgemm) refuses.
@@ -752,8 +749,8 @@ private:
             return;
         }
         const float alpha = static_cast<float>(s.alpha);
-        if (s.trans_a && !bias && !residual && !s.bf16) {
-            // Products with a transposed a — every weight gradient, dW = dYᵀ X, and attention's
+        if (s.trans_a && !bias && !residual && in.type == f32) {
+            // Float32 products with a transposed a — every weight gradient, dW = dYᵀ X, and attention's
             // dV = weightsᵀ dO and dK = dScoresᵀ q — go through oneDNN's BLAS-style sgemm.
             // Measured on this project's shapes inside a training step, it is 15-30 % faster
             // there than the matmul primitive (whose fastest kernel first copies a transposed a),
@@ -761,6 +758,10 @@ private:
             // fast or faster. A batch runs one whole product per thread (sgemm called inside a
             // parallel region keeps to its thread): 35-45 % faster than the batched primitive
             // on attention's 64×64 blocks. beta = 1 adds into c.
+            // bf16 has no such call: its matmul kernel reads the transposed a itself, which on
+            // the weight gradients' shapes takes 15-27 % longer than a plain a (measured
+            // standalone) and far less than transposing it first.
+            const float *a = reinterpret_cast<const float*>(in.a), *b = reinterpret_cast<const float*>(in.b);
             const float beta = s.accumulate ? 1.0f : 0.0f;
             auto product = [&](int64_t i) {  // entry i of the batch; true if it failed
                 return dnnl_sgemm('T', s.trans_b ? 'T' : 'N', s.M, s.N, s.K, alpha, a + i * s.stride_a, s.M,
@@ -776,26 +777,14 @@ private:
             if (failed) throw std::runtime_error("oneDNN sgemm failed");
             return;
         }
-        // bf16: a and b converted to bfloat16 here, and a kernel for bf16 inputs (float32 sums,
-        // float32 c, the same bias, scale, residual and accumulation).
-        // A transposed a (a weight gradient, dW = dYᵀ X) is transposed as it is converted: the
-        // bf16 kernel then reads a plain row-major a, which it does fastest.
-        const void *a_input = a, *b_input = b;
-        if (s.bf16) {
-            if (s.trans_a && s.batch == 1) {
-                a_input = to_bf16_transposed(a, s.K, s.M, a_bf16_);
-                s.trans_a = false;
-            } else {
-                a_input = to_bf16(a, matrix_extent(s.batch, s.M, s.K, s.stride_a), a_bf16_);
-            }
-            b_input = to_bf16(b, matrix_extent(s.batch, s.K, s.N, s.stride_b), b_bf16_);
-        }
-        const memory::data_type input_type = s.bf16 ? bf16 : f32;
+        // bf16 operands: oneDNN's kernel for bf16 inputs, float32 sums and float32 c, with the
+        // same bias, scale, residual and accumulation.
+        const memory::data_type input_type = in.type;
         int32_t alpha_bits;
         std::memcpy(&alpha_bits, &alpha, sizeof alpha_bits);
         Kernel& k = cached(key_of("matmul", {s.batch, s.M, s.N, s.K, s.trans_a, s.trans_b, s.stride_a, s.stride_b,
                                              s.stride_c, s.accumulate, alpha_bits, bias != nullptr,
-                                             residual != nullptr, s.bf16}),
+                                             residual != nullptr, input_type == bf16}),
                            [&] {
                                const memory::desc a_desc = matrix_desc(s.batch, s.M, s.K, s.trans_a, s.stride_a, input_type);
                                const memory::desc b_desc = matrix_desc(s.batch, s.K, s.N, s.trans_b, s.stride_b, input_type);
@@ -819,7 +808,7 @@ private:
                                kernel.residual_arg = residual_arg;
                                return kernel;
                            });
-        std::vector<std::pair<int, const void*>> buffers = {{DNNL_ARG_SRC, a_input}, {DNNL_ARG_WEIGHTS, b_input},
+        std::vector<std::pair<int, const void*>> buffers = {{DNNL_ARG_SRC, in.a}, {DNNL_ARG_WEIGHTS, in.b},
                                                             {DNNL_ARG_DST, c}};
         if (bias) buffers.emplace_back(DNNL_ARG_BIAS, bias);
         if (residual) buffers.emplace_back(k.residual_arg, residual);

@@ -19,9 +19,10 @@ std::string dims(const Shape& shape) {
     return text + "]";
 }
 
-// "gemm 48× 64×32 @ 32×64ᵀ": batch, op(a)'s and op(b)'s shapes, ᵀ where stored transposed.
-std::string gemm_name(const GemmSpec& s) {
-    std::string name = "gemm ";
+// "gemm 48× 64×32 @ 32×64ᵀ": batch, op(a)'s and op(b)'s shapes, ᵀ where stored transposed;
+// "gemm bf16 ..." for bf16 operands.
+std::string gemm_name(const GemmSpec& s, const Tensor& a) {
+    std::string name = a.dtype() == DType::bf16 ? "gemm bf16 " : "gemm ";
     if (s.batch > 1) name += std::to_string(s.batch) + (s.stride_c == 0 ? "(summed)× " : "× ");
     name += std::to_string(s.M) + "×" + std::to_string(s.K) + (s.trans_a ? "ᵀ" : "") + " @ " + std::to_string(s.K) +
             "×" + std::to_string(s.N) + (s.trans_b ? "ᵀ" : "");
@@ -36,16 +37,21 @@ public:
     std::unique_ptr<Backend> release() { return std::move(inner_); }
 
     std::string name() const override { return inner_->name(); }
+    std::string bf16_unsupported() const override { return inner_->bf16_unsupported(); }
+
+    void to_bf16(const Tensor& x, Tensor& out) override {
+        timed("to_bf16 " + shape_str(x.shape()), [&] { inner_->to_bf16(x, out); });
+    }
 
     void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmSpec& spec) override {
-        timed(gemm_name(spec), [&] { inner_->gemm(a, b, c, spec); });
+        timed(gemm_name(spec, a), [&] { inner_->gemm(a, b, c, spec); });
     }
     void gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmSpec& spec) override {
-        timed(gemm_name(spec) + " + bias", [&] { inner_->gemm_bias(a, b, bias, c, spec); });
+        timed(gemm_name(spec, a) + " + bias", [&] { inner_->gemm_bias(a, b, bias, c, spec); });
     }
     void gemm_residual(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& residual, Tensor& c,
                        const GemmSpec& spec) override {
-        timed(gemm_name(spec) + (bias.defined() ? " + bias" : "") + " + residual",
+        timed(gemm_name(spec, a) + (bias.defined() ? " + bias" : "") + " + residual",
               [&] { inner_->gemm_residual(a, b, bias, residual, c, spec); });
     }
     void add(const Tensor& a, const Tensor& b, Tensor& out) override {

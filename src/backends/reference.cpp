@@ -62,12 +62,12 @@ void for_each_broadcast(const Shape& out_shape, const Shape& a_shape, const Shap
     }
 }
 
-// A float32 tensor's values rounded to bfloat16 (bf16.hpp), as a float32 copy.
-Tensor rounded_to_bf16(const Tensor& t) {
+// A bf16 tensor's values as float32 (exactly: every bfloat16 is a float32).
+Tensor widened_from_bf16(const Tensor& t) {
     Tensor out = Tensor::empty(t.shape(), DType::f32);
-    const float* from = t.data<float>();
+    const uint16_t* from = t.data<uint16_t>();
     float* to = out.data<float>();
-    for (int64_t i = 0; i < t.numel(); ++i) to[i] = round_to_bf16(from[i]);
+    for (int64_t i = 0; i < t.numel(); ++i) to[i] = from_bf16_bits(from[i]);
     return out;
 }
 
@@ -75,11 +75,17 @@ class ReferenceBackend final : public Backend {
 public:
     std::string name() const override { return "reference"; }
 
+    void to_bf16(const Tensor& x, Tensor& out) override {
+        const float* from = x.data<float>();
+        uint16_t* to = out.data<uint16_t>();
+        for (int64_t i = 0; i < x.numel(); ++i) to[i] = to_bf16_bits(from[i]);
+    }
+
     void gemm(const Tensor& a_in, const Tensor& b_in, Tensor& c, const GemmSpec& s) override {
-        // bf16 inputs: both operands rounded to bfloat16, then the float32 product of the
-        // rounded values (what a bf16 kernel computes, up to the order of its float32 sums).
-        const bool bf16 = s.bf16 && c.dtype() == DType::f32;
-        const Tensor a = bf16 ? rounded_to_bf16(a_in) : a_in, b = bf16 ? rounded_to_bf16(b_in) : b_in;
+        // bf16 operands: the float32 product of their values (what a bf16 kernel computes, up
+        // to the order of its float32 sums).
+        const bool bf16 = a_in.dtype() == DType::bf16;
+        const Tensor a = bf16 ? widened_from_bf16(a_in) : a_in, b = bf16 ? widened_from_bf16(b_in) : b_in;
         with_real_type(c, [&](auto zero) {
             using T = decltype(zero);
             for (int64_t i = 0; i < s.batch; ++i) {

@@ -59,7 +59,10 @@ Tensor linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Te
                                                     " classes");
 
     const bool with_grad = grad_enabled() && (hidden.requires_grad() || weight.requires_grad());
-    const bool bf16 = matmul_precision() == MatmulPrecision::bf16;  // the products' precision (the LM head's)
+    // The products' operands in the current precision (mixed_precision.hpp): in bf16, hidden and
+    // weight are converted once here, each block's d_logits as it is made.
+    const Tensor hidden_in = product_operand(hidden), weight_in = product_operand(weight);
+    const bool bf16 = weight_in.dtype() == DType::bf16;
     if (block_logits < 1) shape_error("linear_cross_entropy", "block_logits must be at least 1");
     // As few blocks as hold at most block_logits logits each, of (nearly) equal rows.
     const int64_t blocks = std::min(N, (N * V + block_logits - 1) / block_logits);
@@ -70,14 +73,14 @@ Tensor linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Te
     double loss_sum = 0;  // of every row's loss
     for (int64_t first = 0; first < N; first += block_rows) {
         const int64_t rows = std::min(block_rows, N - first);
-        const Tensor block_hidden = rows_of(hidden, D, first, rows);                                  // [rows,D]
+        const Tensor block_hidden = rows_of(hidden_in, D, first, rows);                               // [rows,D]
         const Tensor block_targets = Tensor::view_of(targets.storage(), targets.offset_bytes() + first * 4, {rows},
                                                      DType::i32);                                     // [rows]
 
         GemmSpec logits_spec;  // logits [rows,V] = hidden [rows,D] @ Wᵀ
-        logits_spec.M = rows, logits_spec.N = V, logits_spec.K = D, logits_spec.trans_b = true, logits_spec.bf16 = bf16;
+        logits_spec.M = rows, logits_spec.N = V, logits_spec.K = D, logits_spec.trans_b = true;
         Tensor logits = empty_like(hidden, {rows, V});
-        backend().gemm(block_hidden, weight, logits, logits_spec);
+        backend().gemm(block_hidden, weight_in, logits, logits_spec);
         Tensor block_loss = empty_like(hidden, {});  // the block's mean
         Tensor probs = empty_like(hidden, {rows, V});
         backend().cross_entropy_forward(logits, block_targets, block_loss, probs);
@@ -88,15 +91,15 @@ Tensor linear_cross_entropy(const Tensor& hidden, const Tensor& weight, const Te
         Tensor d_logits = std::move(logits);  // the logits are not needed again: their buffer takes d_logits
         backend().cross_entropy_backward(probs, block_targets, static_cast<double>(rows) / static_cast<double>(N),
                                          d_logits);
+        const Tensor d_logits_in = bf16 ? bf16_copy(d_logits) : d_logits;
         GemmSpec d_hidden_spec;  // d_hidden [rows,D] = d_logits [rows,V] @ W [V,D]
-        d_hidden_spec.M = rows, d_hidden_spec.N = D, d_hidden_spec.K = V, d_hidden_spec.bf16 = bf16;
+        d_hidden_spec.M = rows, d_hidden_spec.N = D, d_hidden_spec.K = V;
         Tensor block_d_hidden = rows_of(d_hidden, D, first, rows);
-        backend().gemm(d_logits, weight, block_d_hidden, d_hidden_spec);
+        backend().gemm(d_logits_in, weight_in, block_d_hidden, d_hidden_spec);
         GemmSpec d_weight_spec;  // d_W [V,D] (+)= d_logitsᵀ [V,rows] @ hidden [rows,D]
         d_weight_spec.M = V, d_weight_spec.N = D, d_weight_spec.K = rows, d_weight_spec.trans_a = true;
-        d_weight_spec.bf16 = bf16;
         d_weight_spec.accumulate = first > 0;
-        backend().gemm(d_logits, block_hidden, d_weight, d_weight_spec);
+        backend().gemm(d_logits_in, block_hidden, d_weight, d_weight_spec);
     }
     Tensor loss = empty_like(hidden, {});
     if (loss.dtype() == DType::f32) loss.data<float>()[0] = static_cast<float>(loss_sum / static_cast<double>(N));

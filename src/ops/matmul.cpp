@@ -31,18 +31,29 @@ static GemmSpec matmul_spec(const char* op, const Tensor& a, const Tensor& b, bo
     spec.M = M, spec.N = N, spec.K = K;
     spec.trans_a = transpose_a, spec.trans_b = transpose_b;
     spec.stride_a = M * K, spec.stride_b = weight ? 0 : K * N, spec.stride_c = M * N;
-    spec.bf16 = matmul_precision() == MatmulPrecision::bf16;  // inside a MatmulPrecisionScope (training, bf16)
     out_shape = batch_shape;
     out_shape.push_back(M);
     out_shape.push_back(N);
     return spec;
 }
 
-// The backward of c = alpha · op(a) @ op(b) (as `spec` describes it, in its precision): adds
-// dA and dB into a's and b's gradients. c = alpha A B  ⇒  dA = alpha dC B^T,  dB = alpha A^T dC (each spec below
+// A product's two operands as its kernels read them: a and b themselves, or in mixed precision
+// their bf16 copies (product_operand), made once in the forward and kept for the backward.
+struct ProductOperands {
+    Tensor a, b;
+};
+static ProductOperands product_operands(const Tensor& a, const Tensor& b) {
+    return {product_operand(a), product_operand(b)};
+}
+
+// The backward of c = alpha · op(a) @ op(b) (as `spec` describes it): adds dA and dB into a's
+// and b's gradients. c = alpha A B  ⇒  dA = alpha dC B^T,  dB = alpha A^T dC (each spec below
 // keeps alpha), with each operand's own transpose flag folded in; a shared weight sums its
-// gradient over the batch.
-static void matmul_backward(const Tensor& a, const Tensor& b, const GemmSpec& spec, const Tensor& dc) {
+// gradient over the batch. The products read the forward's operands `in` and dC in the
+// forward's precision: in bf16, dC is converted once for both.
+static void matmul_backward(const Tensor& a, const Tensor& b, const ProductOperands& in, const GemmSpec& spec,
+                            const Tensor& dc_values) {
+    const Tensor dc = in.a.dtype() == DType::bf16 ? bf16_copy(dc_values) : dc_values;
     if (a.requires_grad()) {
         Tensor da = empty_like(a, a.shape());
         GemmSpec s = spec;
@@ -50,12 +61,12 @@ static void matmul_backward(const Tensor& a, const Tensor& b, const GemmSpec& sp
             s.M = spec.M, s.N = spec.K, s.K = spec.N;
             s.trans_a = false, s.trans_b = !spec.trans_b;
             s.stride_a = spec.stride_c, s.stride_b = spec.stride_b, s.stride_c = spec.stride_a;
-            backend().gemm(dc, b, da, s);
+            backend().gemm(dc, in.b, da, s);
         } else {  // dA [K,M] = op(B) @ dC^T
             s.M = spec.K, s.N = spec.M, s.K = spec.N;
             s.trans_a = spec.trans_b, s.trans_b = true;
             s.stride_a = spec.stride_b, s.stride_b = spec.stride_c, s.stride_c = spec.stride_a;
-            backend().gemm(b, dc, da, s);
+            backend().gemm(in.b, dc, da, s);
         }
         accumulate_grad(a, da);
     }
@@ -69,12 +80,12 @@ static void matmul_backward(const Tensor& a, const Tensor& b, const GemmSpec& sp
             s.M = spec.K, s.N = spec.N, s.K = spec.M;
             s.trans_a = !spec.trans_a, s.trans_b = false;
             s.stride_a = spec.stride_a, s.stride_b = spec.stride_c, s.stride_c = spec.stride_b;
-            backend().gemm(a, dc, db, s);
+            backend().gemm(in.a, dc, db, s);
         } else {  // dB [N,K] = dC^T @ op(A)
             s.M = spec.N, s.N = spec.K, s.K = spec.M;
             s.trans_a = true, s.trans_b = spec.trans_a;
             s.stride_a = spec.stride_c, s.stride_b = spec.stride_a, s.stride_c = spec.stride_b;
-            backend().gemm(dc, a, db, s);
+            backend().gemm(dc, in.a, db, s);
         }
         if (!own_grad.defined()) accumulate_grad(b, db);
     }
@@ -84,9 +95,11 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose
     Shape out_shape;
     GemmSpec spec = matmul_spec("matmul", a, b, transpose_a, transpose_b, out_shape);
     spec.alpha = alpha;
+    const ProductOperands in = product_operands(a, b);
     Tensor c = empty_like(a, out_shape);
-    backend().gemm(a, b, c, spec);
-    return record(c, "matmul", {a, b}, [a, b, spec](const Tensor& dc, const Tensor&) { matmul_backward(a, b, spec, dc); });
+    backend().gemm(in.a, in.b, c, spec);
+    return record(c, "matmul", {a, b},
+                  [a, b, in, spec](const Tensor& dc, const Tensor&) { matmul_backward(a, b, in, spec, dc); });
 }
 
 // d bias = dy summed over every row, added to the bias's gradient.
@@ -113,10 +126,11 @@ Tensor linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
     const GemmSpec spec = linear_spec("linear", h, weight, bias, out_shape);
     // y = h W^T + bias as one kernel and one result tensor (and one buffer kept for the
     // backward) instead of a product and a sum.
+    const ProductOperands in = product_operands(h, weight);
     Tensor y = empty_like(h, out_shape);
-    backend().gemm_bias(h, weight, bias, y, spec);
-    return record(y, "linear", {h, weight, bias}, [h, weight, bias, spec](const Tensor& dy, const Tensor&) {
-        matmul_backward(h, weight, spec, dy);
+    backend().gemm_bias(in.a, in.b, bias, y, spec);
+    return record(y, "linear", {h, weight, bias}, [h, weight, bias, in, spec](const Tensor& dy, const Tensor&) {
+        matmul_backward(h, weight, in, spec, dy);
         bias_backward(bias, dy);
     });
 }
@@ -132,14 +146,15 @@ Tensor residual_linear(const Tensor& residual, const Tensor& h, const Tensor& we
                                            shape_str(out_shape));
     // x = residual + h W^T (+ bias): the sum's gradient dy is the residual's as it is, and the
     // linear layer's backward as in linear().
+    const ProductOperands in = product_operands(h, weight);
     Tensor x = empty_like(h, out_shape);
-    backend().gemm_residual(h, weight, bias, residual, x, spec);
+    backend().gemm_residual(in.a, in.b, bias, residual, x, spec);
     std::vector<Tensor> inputs = {residual, h, weight};
     if (bias.defined()) inputs.push_back(bias);
     return record(x, "residual_linear", std::move(inputs),
-                  [residual, h, weight, bias, spec](const Tensor& dy, const Tensor&) {
+                  [residual, h, weight, bias, in, spec](const Tensor& dy, const Tensor&) {
                       accumulate_grad(residual, dy);
-                      matmul_backward(h, weight, spec, dy);
+                      matmul_backward(h, weight, in, spec, dy);
                       if (bias.defined()) bias_backward(bias, dy);
                   });
 }
