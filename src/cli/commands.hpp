@@ -33,5 +33,6 @@ Runner add_bench(CLI::App& app);
 Runner add_serve(CLI::App& app);
 Runner add_lesson(CLI::App& app);
 Runner add_prepare(CLI::App& app);
+Runner add_sweep(CLI::App& app);
 
 }  // namespace tinyformer::cli
