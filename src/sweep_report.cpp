@@ -10,6 +10,7 @@
 
 #include "tinyformer/checkpoint.hpp"
 #include "tinyformer/errors.hpp"
+#include "tinyformer/inspect.hpp"
 #include "tinyformer/plot.hpp"
 #include "tinyformer/text.hpp"
 
@@ -58,20 +59,51 @@ double summary_metric(const nlohmann::json& summary, const std::string& metric) 
     return value && value->is_number() ? value->get<double>() : kNaN;
 }
 
+// A JSON file's contents; InputError naming the file and the byte where it is not JSON.
+static nlohmann::json read_json(const std::string& path) {
+    try {
+        return nlohmann::json::parse(read_file(path));
+    } catch (const nlohmann::json::parse_error& e) {
+        throw InputError(path + ": not valid JSON at byte " + std::to_string(e.byte));
+    }
+}
+
+// The heads that read each answer kind in an inspect report's heads.json.
+static std::map<std::string, std::vector<std::string>> readers_in(const nlohmann::json& heads, const std::string& path) {
+    std::map<std::string, std::vector<std::string>> readers;
+    try {
+        for (const auto& head : heads.at("heads")) {
+            std::map<std::string, double> span_shares;
+            if (!head.contains("answer_source")) continue;
+            for (const auto& [kind, source] : head.at("answer_source").items())
+                span_shares[kind] = source.at("span_share").get<double>();
+            const std::string kind = answer_kind_read(span_shares);
+            if (!kind.empty()) readers[kind].push_back(head.at("name").get<std::string>());
+        }
+    } catch (const nlohmann::json::exception& e) {
+        throw InputError(path + ": not an inspect report's heads.json (" + std::string(e.what()) + ")");
+    }
+    return readers;
+}
+
 SweepReport collect_sweep(const SweepSpec& spec, const std::string& out_dir) {
     SweepReport report;
     report.spec = spec;
-    std::set<std::string> kinds;
+    std::set<std::string> kinds, reader_kinds;
     for (const SweepRun& run : sweep_runs(spec, out_dir)) {
-        SweepRunResult result{run, false, {}};
+        SweepRunResult result{run, false, {}, false, {}};
         const std::string summary_path = (fs::path(run.dir) / "summary.json").string();
         if (fs::exists(summary_path)) {
-            try {
-                result.summary = nlohmann::json::parse(read_file(summary_path));
-            } catch (const nlohmann::json::parse_error& e) {
-                throw InputError(summary_path + ": not valid JSON at byte " + std::to_string(e.byte));
-            }
+            result.summary = read_json(summary_path);
             result.finished = true;
+            const std::string heads_path = (fs::path(run.dir) / "inspect" / "heads.json").string();
+            if (fs::exists(heads_path)) {
+                const nlohmann::json heads = read_json(heads_path);
+                result.readers = readers_in(heads, heads_path);
+                result.inspected = true;
+                if (heads.contains("by_kind"))
+                    for (const auto& [kind, unused] : heads.at("by_kind").items()) reader_kinds.insert(kind);
+            }
             if (result.summary.contains("probe_accuracy_by_kind"))
                 for (const auto& [kind, accuracy] : result.summary["probe_accuracy_by_kind"].items()) kinds.insert(kind);
         }
@@ -80,13 +112,23 @@ SweepReport collect_sweep(const SweepSpec& spec, const std::string& out_dir) {
     report.metrics = {{"val_loss", "val loss"}, {"probe_accuracy", "probes"}};
     for (const std::string& kind : kinds) report.metrics.push_back({"probe_" + kind, kind});
     report.metrics.push_back({"train_seconds", "train s"});
+    report.reader_kinds.assign(reader_kinds.begin(), reader_kinds.end());
 
     for (const SweepRunResult& result : report.results) {
         if (report.groups.empty() || report.groups.back().group != result.run.group)
-            report.groups.push_back(SweepGroup{result.run.group, result.run.settings, 0, {}, {}});
+            report.groups.push_back(SweepGroup{result.run.group, result.run.settings, 0, {}, {}, {}});
         SweepGroup& group = report.groups.back();
         ++group.runs;
         if (!result.finished) continue;
+        if (result.inspected)
+            for (const std::string& kind : report.reader_kinds) {
+                ReaderCount& count = group.readers[kind];
+                ++count.inspected;
+                const auto heads = result.readers.find(kind);
+                if (heads == result.readers.end() || heads->second.empty()) continue;
+                ++count.with_reader;
+                for (const std::string& head : heads->second) ++count.heads[head];
+            }
         for (const SweepMetric& metric : report.metrics) {
             const double value = summary_metric(result.summary, metric.name);
             if (std::isfinite(value)) group.values[metric.name].push_back(value);
@@ -107,6 +149,7 @@ nlohmann::json sweep_report_json(const SweepReport& report) {
                               {"finished", result.finished}};
         for (const auto& [key, value] : result.run.settings) row["settings"][key] = value;
         if (result.finished) row["summary"] = result.summary;
+        if (result.inspected) row["heads_reading"] = result.readers;
         runs.push_back(row);
     }
     for (const SweepGroup& group : report.groups) {
@@ -123,12 +166,19 @@ nlohmann::json sweep_report_json(const SweepReport& report) {
                                            {"values", group.values.count(metric.name) ? group.values.at(metric.name)
                                                                                       : std::vector<double>{}}};
         }
+        for (const auto& [kind, count] : group.readers)
+            row["heads_reading"][kind] = {{"inspected", count.inspected}, {"with_a_reader", count.with_reader},
+                                          {"heads", count.heads}};
         groups.push_back(row);
     }
     return {{"sweep", sweep_spec_to_json(report.spec)},
             {"definitions",
              {{"sd", "sample standard deviation over the group's seeds (n - 1 in the denominator)"},
-              {"ci95", "half-width of the 95 % interval for the mean: t(0.975, n - 1) * sd / sqrt(n)"}}},
+              {"ci95", "half-width of the 95 % interval for the mean: t(0.975, n - 1) * sd / sqrt(n)"},
+              {"heads_reading", "per answer kind, the heads that read it by the inspect report's rule: at least 0.3 of "
+                                "the head's attention at the answer on the answer's place in the story, and at least "
+                                "twice as much as for any other kind; per group, in how many inspected runs some head "
+                                "does, and how often each head does"}}},
             {"groups", groups},
             {"runs", runs}};
 }
@@ -153,7 +203,9 @@ std::string sweep_report_csv(const SweepReport& report) {
     for (const SweepAxis& axis : report.spec.axes) csv += "," + csv_field(axis.key);
     csv += ",seed,dir,finished";
     for (const SweepMetric& metric : report.metrics) csv += "," + metric.name;
-    csv += ",tokens_per_second\n";
+    csv += ",tokens_per_second";
+    for (const std::string& kind : report.reader_kinds) csv += ",heads_reading_" + kind;
+    csv += "\n";
     for (const SweepRunResult& result : report.results) {
         csv += csv_field(result.run.group);
         for (const auto& [key, value] : result.run.settings) csv += "," + csv_field(value);
@@ -162,6 +214,13 @@ std::string sweep_report_csv(const SweepReport& report) {
         for (const SweepMetric& metric : report.metrics)
             csv += "," + (result.finished ? format(summary_metric(result.summary, metric.name), "%.10g") : "");
         csv += "," + (result.finished ? format(summary_metric(result.summary, "tokens_per_second"), "%.10g") : "");
+        for (const std::string& kind : report.reader_kinds) {  // "L1H1 L1H0", or "none"; empty if not inspected
+            std::string heads;
+            const auto found = result.readers.find(kind);
+            if (found != result.readers.end())
+                for (const std::string& head : found->second) heads += (heads.empty() ? "" : " ") + head;
+            csv += "," + (result.inspected ? (heads.empty() ? std::string("none") : heads) : std::string());
+        }
         csv += "\n";
     }
     return csv;
@@ -187,16 +246,38 @@ static size_t columns(const std::string& text) {
     return n;
 }
 
+// "reads the name" for who, "reads the colour" for colour, "reads <kind>" otherwise.
+static std::string reads_heading(const std::string& kind) {
+    if (kind == "who") return "reads the name";
+    if (kind == "colour") return "reads the colour";
+    return "reads " + kind;
+}
+
+// "5/5: L1H1 ×3, L1H0 ×2" — the heads most often reading first.
+static std::string readers_cell(const ReaderCount& count) {
+    std::string cell = std::to_string(count.with_reader) + "/" + std::to_string(count.inspected);
+    std::vector<std::pair<std::string, int64_t>> heads(count.heads.begin(), count.heads.end());
+    std::stable_sort(heads.begin(), heads.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    for (size_t i = 0; i < heads.size(); ++i)
+        cell += (i == 0 ? ": " : ", ") + heads[i].first + " ×" + std::to_string(heads[i].second);
+    return cell;
+}
+
 std::string sweep_report_table(const SweepReport& report) {
     std::vector<std::vector<std::string>> rows;
     std::vector<std::string> heading = {"group", "n"};
     for (const SweepMetric& metric : report.metrics) heading.push_back(metric.heading);
+    for (const std::string& kind : report.reader_kinds) heading.push_back(reads_heading(kind));
     rows.push_back(heading);
     for (const SweepGroup& group : report.groups) {
         const int64_t finished = group.metrics.at("val_loss").n;
         std::vector<std::string> row = {group.group, std::to_string(finished) +
                                                          (finished < group.runs ? "/" + std::to_string(group.runs) : "")};
         for (const SweepMetric& metric : report.metrics) row.push_back(stats_cell(metric, group.metrics.at(metric.name)));
+        for (const std::string& kind : report.reader_kinds) {
+            const auto count = group.readers.find(kind);
+            row.push_back(count == group.readers.end() ? "-" : readers_cell(count->second));
+        }
         rows.push_back(row);
     }
     std::vector<size_t> width(heading.size(), 0);
@@ -211,6 +292,8 @@ std::string sweep_report_table(const SweepReport& report) {
         table += '\n';
     }
     table += "mean ± sample sd (min–max) over each group's seeds; n: finished runs of the group\n";
+    if (!report.reader_kinds.empty())
+        table += "reads: in how many inspected seeds some head reads the answer by inspect's rule, and which heads (× seeds)\n";
     return table;
 }
 

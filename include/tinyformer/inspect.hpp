@@ -145,5 +145,9 @@ InspectResult inspect_heads(const Transformer& model, const Vocabulary& vocab, c
 // The sentence a report states about one head, built only from its numbers (thresholds in
 // findings.cpp): its strongest reading pattern, the answers it reads, what removing it costs.
 std::string describe_head(const HeadReport& head, const InspectResult& result);
+// The answer kind a head "reads" by the report's rule (findings.cpp): at least 0.3 of its
+// attention at the answer on that answer's place in the story (span_share), and at least
+// twice as much as for any other kind. "" when it reads none.
+std::string answer_kind_read(const std::map<std::string, double>& span_share_by_kind);
 
 }  // namespace tinyformer

@@ -13,11 +13,21 @@
 
 namespace tinyformer {
 
-// One run's outcome: its summary.json when it finished, else nothing.
+// One run's outcome: its summary.json when it finished, else nothing; and, when it was
+// inspected (<run>/inspect/heads.json), the heads that read each answer kind by the
+// report's rule (answer_kind_read, inspect.hpp).
 struct SweepRunResult {
     SweepRun run;
     bool finished = false;
     nlohmann::json summary;  // summary.json, when finished
+    bool inspected = false;
+    std::map<std::string, std::vector<std::string>> readers;  // answer kind → heads ("L1H1") that read it
+};
+
+// Over a group's inspected runs: in how many some head reads an answer kind, and which heads.
+struct ReaderCount {
+    int64_t inspected = 0, with_reader = 0;
+    std::map<std::string, int64_t> heads;  // head → in how many runs it reads the kind
 };
 
 // Statistics of one metric over a group's finished runs.
@@ -43,6 +53,7 @@ struct SweepGroup {
     int64_t runs = 0;                           // in the grid
     std::map<std::string, MetricStats> metrics;  // over the finished ones
     std::map<std::string, std::vector<double>> values;  // each metric's values, in seed order
+    std::map<std::string, ReaderCount> readers;  // answer kind → its readers over the seeds
 };
 
 struct SweepReport {
@@ -50,9 +61,11 @@ struct SweepReport {
     std::vector<SweepRunResult> results;
     std::vector<SweepMetric> metrics;
     std::vector<SweepGroup> groups;
+    std::vector<std::string> reader_kinds;  // the answer kinds the inspected runs report
 };
 
-// Reads every run's summary.json under out_dir (runs not finished are counted, not used).
+// Reads every run's summary.json (and inspect/heads.json) under out_dir; runs not finished
+// are counted, not used. A malformed file is an InputError naming it.
 SweepReport collect_sweep(const SweepSpec& spec, const std::string& out_dir);
 // The value of a metric in a summary, NaN when it has none.
 double summary_metric(const nlohmann::json& summary, const std::string& metric);

@@ -28,7 +28,7 @@ struct Args {
     std::string config, out, collect, seeds;
     std::vector<std::string> vary, overrides;
     int jobs = 1, threads = -1;
-    bool force = false, print_commands = false;
+    bool force = false, print_commands = false, inspect = false;
 };
 
 // Whether the sweep's --set already fixes train.threads.
@@ -91,6 +91,9 @@ Runner add_sweep(CLI::App& app) {
     cmd->add_flag("--force", args->force, "run a grid of more than 1000 runs");
     cmd->add_flag("--print-commands", args->print_commands,
                   "print one `tinyformer train` command per run instead of running them (for GNU parallel, Slurm, ...)");
+    cmd->add_flag("--inspect", args->inspect,
+                  "also inspect each finished run (tinyformer inspect with the config's probes); the table adds, per "
+                  "group, in how many seeds some head reads each answer, and which heads");
     cmd->add_option("--collect", args->collect, "aggregate the finished runs of the sweep in DIR, run nothing")
         ->type_name("DIR");
     cmd->footer(
@@ -112,6 +115,9 @@ Runner add_sweep(CLI::App& app) {
         for (const std::string& vary : args->vary) spec.axes.push_back(parse_sweep_axis(vary));
         spec.overrides = args->overrides;
         const RunConfig base = load_config(args->config, args->overrides);
+        if (args->inspect && base.data.probes_path.empty())
+            throw InputError("sweep --inspect: " + args->config +
+                             " has no data.probes_path, the probes inspect reads the answers from");
         spec.seeds = cmd->count("--seeds") ? parse_sweep_seeds(args->seeds) : std::vector<int64_t>{base.train.seed};
         const std::string out = args->out.empty() ? (fs::path("sweeps") / base.name).string() : args->out;
         const std::vector<SweepRun> runs = sweep_runs(spec, out);
@@ -172,15 +178,41 @@ Runner add_sweep(CLI::App& app) {
             }
         }, results);
 
+        // --inspect: each finished run not inspected yet, after the trainings, as many at once.
+        bool inspect_interrupted = false;
+        if (args->inspect && !interrupted) {
+            std::vector<SweepJob> inspections;
+            std::vector<size_t> inspection_run;
+            for (size_t i = 0; i < runs.size(); ++i) {
+                const fs::path dir = runs[i].dir;
+                if (!fs::exists(dir / "summary.json") || fs::exists(dir / "inspect" / "heads.json")) continue;
+                const RunConfig config = load_config((dir / "config.toml").string(), {}, false);
+                std::vector<std::string> argv = {program, "inspect", "--checkpoint", dir.string(), "--probes",
+                                                 config.data.probes_path};
+                if (threads >= 0) argv.insert(argv.end(), {"--threads", std::to_string(threads)});
+                inspections.push_back({argv, (dir / "inspect.log").string()});
+                inspection_run.push_back(i);
+            }
+            if (!inspections.empty()) spdlog::info("inspecting {} runs", inspections.size());
+            std::vector<SweepJobResult> inspected;
+            inspect_interrupted = run_sweep_jobs(inspections, args->jobs, [&](size_t j, const SweepJobResult& result) {
+                const SweepRun& run = runs[inspection_run[j]];
+                if (result.exit_code == 0) return;
+                if (result.exit_code != kExitInterrupted) ++failed;
+                spdlog::error("inspecting {} seed={}: exit {}; see {}", run.group, run.seed, result.exit_code,
+                              inspections[j].log_path);
+            }, inspected);
+        }
+
         const SweepReport report = collect_sweep(spec, out);
         std::fputs(write_sweep_report(report, out).c_str(), stdout);
         spdlog::info("wrote {}/{{sweep.json, sweep.csv, sweep.svg}}", out);
-        if (interrupted)
+        if (interrupted || inspect_interrupted)
             throw Interrupted("sweep interrupted: " + std::to_string(done) + " of " + std::to_string(runs.size()) +
                               " runs finished; the same command continues it");
         if (failed > 0)
             throw std::runtime_error(std::to_string(failed) + " of " + std::to_string(runs.size()) +
-                                     " runs failed; each one's train.log says why");
+                                     " runs or their inspections failed; each one's train.log or inspect.log says why");
         return kExitOk;
     };
 }

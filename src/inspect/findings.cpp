@@ -30,6 +30,16 @@ std::string answer_of(const std::string& kind) {
 
 }  // namespace
 
+std::string answer_kind_read(const std::map<std::string, double>& span_share_by_kind) {
+    for (const auto& [kind, share] : span_share_by_kind) {
+        bool dominant = share >= kSourceShare;
+        for (const auto& [other, other_share] : span_share_by_kind)
+            if (other != kind && share < 2 * other_share) dominant = false;
+        if (dominant) return kind;
+    }
+    return "";
+}
+
 std::string describe_head(const HeadReport& head, const InspectResult& result) {
     std::string s = "L" + std::to_string(head.layer) + "H" + std::to_string(head.head);
     // 1. Where it reads on ordinary text.
@@ -56,14 +66,14 @@ std::string describe_head(const HeadReport& head, const InspectResult& result) {
     // 2. Whether it reads the answers where the story states them.
     if (result.has_probes && !head.answer_source.empty()) {
         std::string spans, shares, reads;
+        std::map<std::string, double> span_shares;
         for (const auto& [kind, source] : head.answer_source) {
             spans += (spans.empty() ? "" : ", ") + kind + " " + fixed(source.span_share);
             shares += (shares.empty() ? "" : ", ") + kind + " " + fixed(source.share);
-            bool dominant = source.span_share >= kSourceShare;
-            for (const auto& [other, other_source] : head.answer_source)
-                if (other != kind && source.span_share < 2 * other_source.span_share) dominant = false;
-            if (dominant) reads = answer_of(kind);
+            span_shares[kind] = source.span_share;
         }
+        const std::string kind_read = answer_kind_read(span_shares);
+        if (!kind_read.empty()) reads = answer_of(kind_read);
         s += "; at the answer, " +
              (reads.empty() ? std::string("it reads no answer more than another") : "it reads " + reads) +
              " (attention on the answer's place in the story: " + spans + "; on the answer's own characters: " +
