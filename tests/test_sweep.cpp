@@ -8,6 +8,7 @@
 
 #include "test_helpers.hpp"
 #include "tinyformer/errors.hpp"
+#include "tinyformer/inspect.hpp"
 #include "tinyformer/sweep.hpp"
 #include "tinyformer/sweep_report.hpp"
 
@@ -125,4 +126,13 @@ TEST_CASE("A sweep's directory holds one sweep", "[sweep]") {
     // A directory with other files and no spec is not taken over.
     temp.write("used/notes.txt", "mine");
     CHECK_THROWS_AS(claim_sweep_dir(temp.file("used"), spec), InputError);
+}
+
+TEST_CASE("A head reads an answer kind by the report's rule: 0.3 of its attention, twice any other kind's", "[sweep]") {
+    CHECK(answer_kind_read({{"colour", 0.05}, {"who", 0.72}}) == "who");
+    CHECK(answer_kind_read({{"colour", 0.38}, {"who", 0.13}}) == "colour");
+    CHECK(answer_kind_read({{"colour", 0.29}, {"who", 0.01}}).empty());  // under 0.3
+    CHECK(answer_kind_read({{"colour", 0.40}, {"who", 0.39}}).empty());  // not twice the other's
+    CHECK(answer_kind_read({{"colour", 0.60}, {"who", 0.30}}) == "colour");  // exactly twice
+    CHECK(answer_kind_read({}).empty());
 }

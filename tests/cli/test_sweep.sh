@@ -47,6 +47,22 @@ row=$(grep '^model.n_heads=1 ' "$scratch/a.out")
 want=$(awk -v a="$loss5" -v b="$loss6" 'BEGIN { m = (a + b) / 2; d = a - m; printf "%.4f ± %.4f", m, sqrt(2 * d * d) }')
 expect_in "$row" "$want" "n_heads=1: mean ± sample sd of the two seeds ($want)"
 
+# --inspect on the finished sweep: nothing retrained, each run inspected, and the table's
+# "reads the name" counts the runs whose inspect report says some head "reads the name".
+"$tf" sweep "${grid[@]}" --jobs 2 --out "$scratch/a" --inspect >"$scratch/inspect.out" 2>"$scratch/inspect.err" \
+  || fail "sweep --inspect: $(cat "$scratch/inspect.err")"
+expect_in "$(cat "$scratch/inspect.err")" "inspecting 4 runs" "--inspect inspects the four finished runs"
+for group in 1 2; do
+  readers=0
+  for seed in 5 6; do grep -q "it reads the name" "$scratch/a/model.n_heads=$group/seed=$seed/inspect.log" && readers=$((readers + 1)); done
+  row=$(grep "^model.n_heads=$group " "$scratch/inspect.out")
+  expect_in "$row" "  $readers/2" "n_heads=$group: some head reads the name in $readers of 2 seeds, as the reports say"
+done
+head -1 "$scratch/a/sweep.csv" | grep -q ',heads_reading_colour,heads_reading_who$' && pass "sweep.csv names the readers per run" \
+  || fail "sweep.csv header: $(head -1 "$scratch/a/sweep.csv")"
+rm -r "$scratch"/a/model.n_heads=*/seed=*/inspect "$scratch"/a/model.n_heads=*/seed=*/inspect.log
+"$tf" sweep --collect "$scratch/a" >/dev/null 2>&1 || fail "--collect after removing the inspections"
+
 # Run again: nothing to train, the same aggregate.
 cp "$scratch/a/sweep.csv" "$scratch/a.csv"
 "$tf" sweep "${grid[@]}" --jobs 2 --out "$scratch/a" >/dev/null 2>"$scratch/again.err" || fail "the repeated sweep"
