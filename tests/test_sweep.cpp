@@ -40,7 +40,7 @@ TEST_CASE("A group's directory name keeps a value with a slash as one name", "[s
     CHECK(sweep_group_name({{"model.positions", "rope"}, {"optim.lr", "+1e-3"}}) == "model.positions=rope,optim.lr=+1e-3");
 }
 
-TEST_CASE("--vary and --seeds are parsed, and their mistakes refused in one line", "[sweep]") {
+TEST_CASE("Sweep arguments: --vary and --seeds are parsed, and their mistakes refused in one line", "[sweep]") {
     const SweepAxis axis = parse_sweep_axis("model.positions=rope,learned");
     CHECK(axis.key == "model.positions");
     CHECK(axis.values == std::vector<std::string>{"rope", "learned"});
