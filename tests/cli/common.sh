@@ -16,4 +16,18 @@ expect_exit() {
 expect_in() {  # expect_in TEXT NEEDLE DESCRIPTION
   if [[ "$1" == *"$2"* ]]; then pass "$3"; else fail "$3: '$2' not in: $1"; fi
 }
+one_line() {  # one_line DESCRIPTION: the last error ($err) is a single line
+  [[ $(printf '%s' "$err" | wc -l) -le 1 ]] && pass "$1: one line" || fail "$1: multi-line error: $err"
+}
+# tiny_lesson_config FILE [TRAIN_LINE]...: a one-layer model (D=32, two heads, context 16) on
+# the lesson's corpus, logging quietly; the [train] table holds the lines given ("steps = 30").
+tiny_lesson_config() {
+  local file=$1; shift
+  {
+    printf '[model]\nd_model = 32\nn_heads = 2\nn_layers = 1\ncontext = 16\n'
+    printf '[data]\ntrain_path = "%s"\nval_path = "%s"\n' "$src/corpus/lesson_train.txt" "$src/corpus/lesson_val.txt"
+    printf '[train]\n'; printf '%s\n' "$@"
+    printf '[logging]\nlog_every = 10\nprogress_bar = false\n'
+  } > "$file"
+}
 finish() { if [[ $failures -eq 0 ]]; then echo "all passed"; exit 0; else echo "$failures failed"; exit 1; fi; }

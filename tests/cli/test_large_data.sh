@@ -21,7 +21,6 @@ seed = 7
 log_every = 10
 progress_bar = false
 TOML
-one_line() { [[ $(printf '%s' "$err" | wc -l) -le 1 ]] && pass "$1: one line" || fail "$1: multi-line error: $err"; }
 
 # prepare, then train on the prepared ids: the same run as on the text.
 out=$("$tf" prepare "$scratch/A.txt" --out "$scratch/A") || fail "prepare A.txt"

@@ -3,25 +3,7 @@
 # without bf16 instructions refused with one line and exit 2 (forced with ONEDNN_MAX_CPU_ISA),
 # resume only in the run's own precision, and float32 checkpoints unchanged by the new key.
 source "$(dirname "$0")/common.sh"
-cat > "$scratch/tiny.toml" <<TOML
-[model]
-d_model = 32
-n_heads = 2
-n_layers = 1
-context = 16
-[data]
-train_path = "$src/corpus/lesson_train.txt"
-val_path = "$src/corpus/lesson_val.txt"
-[train]
-steps = 30
-batch_size = 8
-eval_every = 15
-seed = 3
-[logging]
-log_every = 10
-progress_bar = false
-TOML
-one_line() { [[ $(printf '%s' "$err" | wc -l) -le 1 ]] && pass "$1: one line" || fail "$1: multi-line error: $err"; }
+tiny_lesson_config "$scratch/tiny.toml" "steps = 30" "batch_size = 8" "eval_every = 15" "seed = 3"
 header_of() {  # a safetensors file's JSON header: its length is the first 8 bytes, little-endian
   local length; length=$(od -An -t u8 -N 8 "$1" | tr -d ' ')
   tail -c +9 "$1" | head -c "$length"

@@ -4,25 +4,9 @@
 # continued sweep ends bit-identical to one never interrupted; --print-commands' lines train
 # the same runs; --collect aggregates; bad input is refused before any run starts.
 source "$(dirname "$0")/common.sh"
-cat > "$scratch/tiny.toml" <<TOML
-[model]
-d_model = 32
-n_heads = 2
-n_layers = 1
-context = 16
-[data]
-train_path = "$src/corpus/lesson_train.txt"
-val_path = "$src/corpus/lesson_val.txt"
-probes_path = "$src/corpus/lesson_probes.tsv"
-[train]
-steps = 40
-batch_size = 8
-eval_every = 20
-[logging]
-log_every = 10
-progress_bar = false
-TOML
-grid=(--config "$scratch/tiny.toml" --vary model.n_heads=1,2 --seeds 5,6 --threads 1)
+tiny_lesson_config "$scratch/tiny.toml" "steps = 40" "batch_size = 8" "eval_every = 20"
+probes=(--set "data.probes_path=$src/corpus/lesson_probes.tsv")
+grid=(--config "$scratch/tiny.toml" "${probes[@]}" --vary model.n_heads=1,2 --seeds 5,6 --threads 1)
 
 # The grid, two at a time: four run directories that sample reads, and the aggregate.
 "$tf" sweep "${grid[@]}" --jobs 2 --out "$scratch/a" >"$scratch/a.out" 2>"$scratch/a.err" \
@@ -72,7 +56,7 @@ cmp -s "$scratch/a/sweep.csv" "$scratch/a.csv" && pass "... and aggregates the s
 # Ctrl-C: every training stops with a checkpoint, the sweep exits 130; the same sweep
 # continues it, even with other --jobs and --threads: each interrupted run resumes with the
 # thread count it started with and ends bit-identical to the uninterrupted sweep's.
-long=(--config "$scratch/tiny.toml" --vary model.n_heads=1,2 --seeds 5,6 --set train.steps=400)
+long=(--config "$scratch/tiny.toml" "${probes[@]}" --vary model.n_heads=1,2 --seeds 5,6 --set train.steps=400)
 "$tf" sweep "${long[@]}" --jobs 2 --threads 1 --out "$scratch/whole" >/dev/null 2>&1 || fail "the uninterrupted long sweep"
 "$tf" sweep "${long[@]}" --jobs 2 --threads 1 --out "$scratch/cut" >/dev/null 2>"$scratch/cut.err" &
 pid=$!
@@ -113,7 +97,7 @@ refuse() {  # DESCRIPTION NEEDLE sweep-arguments...
   local what=$1 needle=$2; shift 2
   expect_exit 2 "$what" -- "$tf" sweep --config "$scratch/tiny.toml" --out "$scratch/bad" "$@"
   expect_in "$err" "$needle" "$what: the message names it"
-  [[ $(printf '%s' "$err" | wc -l) -le 1 ]] || fail "$what: more than one line: $err"
+  one_line "$what"
 }
 refuse "an unknown key" "did you mean model.n_heads" --vary model.n_head=1,2
 refuse "a value that fails validation" "not divisible by n_heads 3" --vary model.n_heads=2,3
@@ -126,7 +110,7 @@ refuse "seeds as a --vary axis" "--seeds" --vary train.seed=1,2
 refuse "a grid over 1000 runs" "add --force" --vary optim.lr=1,2,3,4,5,6,7,8,9,10,11 --vary optim.min_lr=1,2,3,4,5,6,7,8,9,10 \
   --seeds 1,2,3,4,5,6,7,8,9,10
 [[ ! -e "$scratch/bad" ]] && pass "a refused sweep leaves nothing behind" || fail "a refused sweep wrote $scratch/bad"
-expect_exit 2 "a directory holding a different sweep" -- "$tf" sweep --config "$scratch/tiny.toml" --vary model.n_heads=1,4 \
+expect_exit 2 "a directory holding a different sweep" -- "$tf" sweep --config "$scratch/tiny.toml" "${probes[@]}" --vary model.n_heads=1,4 \
   --seeds 5,6 --threads 1 --out "$scratch/a"
 expect_in "$err" "holds a different sweep" "the refusal says the directory holds another sweep"
 expect_exit 2 "--collect on a directory that is not a sweep's" -- "$tf" sweep --collect "$scratch/a/model.n_heads=1"
