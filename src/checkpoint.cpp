@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "tinyformer/build_info.hpp"
 #include "tinyformer/checkpoint.hpp"
 #include "tinyformer/errors.hpp"
 
@@ -181,6 +182,7 @@ void save_model(const std::string& path, const Transformer& model, const Vocabul
         {"config", config_json.dump()},
         {"vocab", vocab_to_json(vocab)},
         {"step", std::to_string(step)},
+        {"made_by", build_info_json().dump()},  // tinyformer's version, oneDNN's, the compiler
     };
     write_safetensors(path, tensors, metadata);
 }

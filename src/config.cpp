@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "tinyformer/errors.hpp"
+#include "tinyformer/suggest.hpp"
 #include "tinyformer/text.hpp"
 
 namespace tinyformer {
@@ -128,22 +129,6 @@ std::string keys_of(const std::string& section) {
 // ---------------------------------------------------------------------------------------
 // "Did you mean": the nearest key by edit distance
 // ---------------------------------------------------------------------------------------
-
-// Levenshtein distance: insertions, deletions and substitutions, each costing 1.
-size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        size_t diagonal = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j) {
-            const size_t substituted = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
-            diagonal = row[j];
-            row[j] = std::min({substituted, row[j] + 1, row[j - 1] + 1});
-        }
-    }
-    return row[b.size()];
-}
 
 // The valid key nearest to section.key. The key's own name counts twice as much as the
 // section, so a misspelt key finds its sibling ([train] step → train.steps) and a key in

@@ -14,6 +14,7 @@
 
 #include "tinyformer/autograd.hpp"
 #include "tinyformer/backend.hpp"
+#include "tinyformer/build_info.hpp"
 #include "tinyformer/checkpoint.hpp"
 #include "tinyformer/dataset.hpp"
 #include "tinyformer/errors.hpp"
@@ -419,6 +420,7 @@ nlohmann::json train(const TrainOptions& options) {
         {"tokens_per_second", step > first_step ? (step - first_step) * B * T / train_seconds : 0.0},
         {"train_seconds", train_seconds},
         {"backend", backend().name()},
+        {"made_by", build_info_json()},  // tinyformer's version and commit, oneDNN's, the compiler
     };
     if (!corpus.probes.empty()) {
         ProbeScore probes = score_probes(model, corpus.vocab, corpus.probes);

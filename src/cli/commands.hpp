@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace tinyformer::cli {
 
@@ -12,6 +14,11 @@ namespace tinyformer::cli {
 constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2, kExitInterrupted = 130;
 
 using Runner = std::function<int()>;
+
+// The one-line message for a command line CLI11 refused (`args`: argv without the program
+// name): an unknown subcommand or option is named, with the valid one nearest to it.
+std::string usage_error_message(const CLI::App& app, const CLI::ParseError& error,
+                                const std::vector<std::string>& args);
 
 // --backend onednn|reference and --threads N (threads -1 = not given on the command line).
 struct EngineOptions {

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The command line as a new user meets it: --version says what made the binary (and a run
+# says it too, in summary.json and the checkpoint); an unknown subcommand or option — for
+# every subcommand — is one line naming it and the nearest valid word, exit 2.
+source "$(dirname "$0")/common.sh"
+
+# --- --version -----------------------------------------------------------------------------
+version=$("$tf" --version); code=$?
+[[ $code -eq 0 ]] && pass "--version exits 0" || fail "--version: exit $code"
+first=$(head -1 <<<"$version")
+project_version=$(sed -n 's/^project(tinyformer VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
+[[ -n "$project_version" && "$first" == "tinyformer $project_version"* ]] \
+  && pass "the first line is 'tinyformer <CMake project version>': $first" \
+  || fail "first line '$first', expected 'tinyformer $project_version ...'"
+# Built from a clone (CI's and ours): the commit the binary was built from.
+if command -v git >/dev/null && git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
+  commit=$(git -C "$src" rev-parse --short=7 HEAD)
+  expect_in "$first" "$commit" "--version names the commit, $commit"
+fi
+dnnl_header=$(sed -n 's/^#define DNNL_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' \
+  /usr/include/oneapi/dnnl/dnnl_version.h | paste -sd.)
+expect_in "$version" "oneDNN $dnnl_header" "--version names the oneDNN version ($dnnl_header)"
+expect_in "$version" "dispatching to AVX" "--version names the instruction set oneDNN dispatches to"
+# ONEDNN_MAX_CPU_ISA lowers it, and --version must show what is in effect, not what the CPU has.
+isa_avx2=$(ONEDNN_MAX_CPU_ISA=AVX2 "$tf" --version)
+expect_in "$isa_avx2" "dispatching to AVX2 " "--version shows the ISA in effect under ONEDNN_MAX_CPU_ISA=AVX2"
+compiler=$("${CXX:-c++}" -dumpfullversion 2>/dev/null || true)
+expect_in "$version" "built with GCC" "--version names the compiler"
+[[ -z "$compiler" || "$version" == *"GCC $compiler"* || "$version" != *GCC* ]] \
+  && pass "... with its version" || fail "compiler $compiler not in: $version"
+
+# A run says what made it: summary.json and the checkpoint's metadata carry the same.
+tiny_lesson_config "$scratch/tiny.toml" "steps = 2" "batch_size = 4"
+if "$tf" train --config "$scratch/tiny.toml" --out "$scratch/run" >/dev/null 2>&1; then
+  made_by=$(tr -d ' \n' <"$scratch/run/summary.json" | grep -o '"made_by":{[^}]*}')
+  expect_in "$made_by" "\"version\":\"$project_version\"" "summary.json's made_by has the version"
+  [[ -n "${commit:-}" ]] && expect_in "$made_by" "\"git\":\"$commit" "summary.json's made_by has the commit"
+  expect_in "$made_by" "\"onednn\":\"$dnnl_header\"" "summary.json's made_by has oneDNN's version"
+  # safetensors: 8 bytes of header length (little-endian), then the JSON header with __metadata__.
+  header_length=$(od -An -t u8 -N 8 "$scratch/run/model.safetensors" | tr -d ' ')
+  header=$(tail -c +9 "$scratch/run/model.safetensors" | head -c "$header_length")
+  expect_in "$header" '"made_by":"{\"build\"' "the checkpoint's __metadata__ has made_by"
+  expect_in "$header" "\\\"version\\\":\\\"$project_version\\\"" "... with the version"
+else
+  fail "training the tiny model"
+fi
+
+# --- unknown subcommands and options ---------------------------------------------------------
+expect_exit 2 "a misspelt subcommand" -- "$tf" sampel --checkpoint x
+one_line "a misspelt subcommand"
+expect_in "$err" "unknown subcommand \`sampel\`" "names the word typed"
+expect_in "$err" "did you mean \`sample\`?" "suggests the nearest subcommand"
+expect_exit 2 "a word that is no subcommand at all" -- "$tf" fly
+expect_in "$err" "unknown subcommand \`fly\`, expected one of: train, sample" "lists the subcommands, no wild guess"
+expect_exit 2 "no subcommand" -- "$tf"
+expect_in "$err" "a subcommand is required" "says a subcommand is required"
+expect_exit 2 "an option before the subcommand" -- "$tf" --verison
+expect_in "$err" "did you mean \`--version\`?" "suggests --version"
+expect_exit 2 "a config key given as an option" -- "$tf" train --config x.toml --stpes 5
+expect_in "$err" "did you mean \`--set train.steps=...\`?" "suggests --set train.steps"
+expect_exit 2 "a stray word" -- "$tf" sample --checkpoint x 1.0
+expect_in "$err" "unexpected argument \`1.0\`" "names the stray word"
+
+# Every subcommand, with each of its own long options misspelt (two letters swapped): one
+# line, exit 2, the misspelling named and the option suggested.
+subcommands=$("$tf" --help | sed -n '/^Subcommands:/,$p' | awk 'NR > 1 && /^  [a-z]/ {print $1}')
+[[ $(wc -w <<<"$subcommands") -ge 10 ]] && pass "--help lists $(wc -w <<<"$subcommands") subcommands" \
+  || fail "--help lists too few subcommands: $subcommands"
+checked=0
+for sub in $subcommands; do
+  options=$("$tf" "$sub" --help | grep -o -- '--[a-z][a-z-]*' | sort -u | grep -v -- '--help')
+  for option in $options; do
+    name=${option#--}
+    [[ ${#name} -ge 4 ]] || continue
+    typo="--${name:0:1}${name:2:1}${name:1:1}${name:3}"  # --steps → --tseps
+    [[ "$typo" == "$option" ]] && continue
+    # A typo that is another real option is no typo (none today, but keep the check honest).
+    grep -qx -- "$typo" <<<"$options" && continue
+    err=$("$tf" "$sub" "$typo" 2>&1 >/dev/null); code=$?
+    if [[ $code -eq 2 && $(printf '%s' "$err" | wc -l) -le 1 && "$err" == *"$sub: unknown option \`$typo\`"* \
+          && "$err" == *"did you mean \`$option\`?"* ]]; then
+      checked=$((checked + 1))
+    else
+      fail "$sub $typo: exit $code, expected 2 with one line naming it and suggesting $option: $err"
+    fi
+  done
+done
+[[ $checked -ge 50 ]] && pass "$checked misspelt options over every subcommand: one line each, named, nearest suggested" \
+  || fail "only $checked misspelt options checked"
+
+finish
