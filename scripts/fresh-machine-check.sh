@@ -9,12 +9,22 @@
 # fails here. Logs: build/fresh-machine-check/<release>/{demo,test}.log. Exits 0 only if
 # both commands pass; says which failed otherwise. Run it after any change to dependencies
 # or to the install scripts (scripts/install-deps.sh, demo.sh, test.sh, CMakeLists.txt).
+#   scripts/fresh-machine-check.sh --deb FILE.deb [bookworm|trixie]
+# instead installs the .deb (scripts/package-deb.sh) on the fresh root as a user would, with
+# `apt-get install ./FILE.deb` and nothing else from this tree, then trains the lesson from
+# the installed example config, samples from it and opens `man tinyformer`
+# (log: build/fresh-machine-check/<release>/deb.log).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+deb=""
+if [[ "${1:-}" == "--deb" ]]; then
+  deb=$(realpath -e "${2:-}" 2>/dev/null) || { echo "fresh-machine-check: --deb needs an existing .deb file" >&2; exit 2; }
+  shift 2
+fi
 release=${1:-bookworm}
 case "$release" in
   bookworm | trixie) ;;
-  *) echo "usage: scripts/fresh-machine-check.sh [bookworm|trixie] (Debian 12 or 13)" >&2; exit 2 ;;
+  *) echo "usage: scripts/fresh-machine-check.sh [--deb FILE.deb] [bookworm|trixie] (Debian 12 or 13)" >&2; exit 2 ;;
 esac
 [[ $(id -u) -eq 0 ]] || { echo "fresh-machine-check: needs root (debootstrap, chroot, mount)" >&2; exit 2; }
 source scripts/lib/debian-root.sh
@@ -31,8 +41,36 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 debian_root_unpack "$tarball" "$root" || { echo "fresh-machine-check: unpacking $tarball failed" >&2; exit 1; }
-git clone -q . "$root/root/tinyformer" || { echo "fresh-machine-check: git clone failed" >&2; exit 1; }
 debian_root_mount "$root" || { echo "fresh-machine-check: mounting /proc, /sys, /dev failed" >&2; exit 1; }
+
+if [[ -n "$deb" ]]; then
+  # The package alone: no clone of the tree, no build tools. man-db is what gives `man`.
+  cp "$deb" "$root/root/"
+  name=$(basename "$deb")
+  echo "fresh-machine-check: Debian $release ($(cat "$root/etc/debian_version")), a minbase root in $root, $name"
+  debian_root_run "$root" "set -ex
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q ./$name man-db
+    command -v tinyformer
+    tinyformer --version
+    cd /tmp
+    tinyformer train --config /usr/share/tinyformer/configs/lesson12.toml --out /tmp/run
+    tinyformer sample --checkpoint /tmp/run --prompt '小丁拿着红色的苹果。' --max-new 40 --seed 1
+    tinyformer eval --checkpoint /tmp/run | head -n 6
+    MANWIDTH=90 man tinyformer | head -n 30
+    man -w tinyformer
+    ls /usr/share/bash-completion/completions/tinyformer /usr/share/zsh/vendor-completions/_tinyformer
+    tinyformer sampel 2>&1 | head -n 1 || true" >"$logs/deb.log" 2>&1
+  code=$?
+  cat "$logs/deb.log"
+  if [[ $code -eq 0 ]]; then
+    echo "fresh-machine-check ($release): $name installs with apt-get, trains the lesson and shows its man page"
+  else
+    echo "fresh-machine-check ($release): the .deb check FAILED with exit $code (log: $logs/deb.log)" >&2
+  fi
+  exit $code
+fi
+git clone -q . "$root/root/tinyformer" || { echo "fresh-machine-check: git clone failed" >&2; exit 1; }
 # The network, not the machine: where this machine reaches the internet through a proxy that
 # re-signs TLS with its own authority (installed here in /usr/local/share/ca-certificates),
 # npm inside the root must trust that authority too, or the registry is unreachable. Only

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tinyformer needs, if any are missing (with --fuzz, also those
-# scripts/fuzz.sh needs; with --browser, those of the explorer's browser test), on Debian 12
+# scripts/fuzz.sh needs; with --browser, those of the explorer's browser test; with
+# --packaging, those that build and check the .deb, the man page and the completions), on Debian 12
 # (bookworm) or 13 (trixie); without recommends, so that what is installed is exactly what
 # is listed. Runs `apt-get update` only when an install cannot find a package without it (a
 # fresh machine has no package lists yet).
@@ -9,7 +10,7 @@ set -euo pipefail
 # The same names on both releases: Catch2 is v2 on Debian 12 and v3 on 13, oneDNN 2.6 and
 # 3.7; the build takes either (tests/catch.hpp, src/backends/onednn_compat.hpp).
 packages=(cmake make g++ libdnnl-dev libeigen3-dev libspdlog-dev libcli11-dev catch2
-          libtomlplusplus-dev nlohmann-json3-dev libcpp-httplib-dev pkgconf libxml2-utils curl)
+          libtomlplusplus-dev nlohmann-json3-dev libcpp-httplib-dev pkgconf libxml2-utils curl help2man)
 fuzz=false
 for option in "$@"; do
   case "$option" in
@@ -22,7 +23,10 @@ for option in "$@"; do
       packages+=(chromium fonts-wqy-microhei)
       command -v node >/dev/null || packages+=(nodejs)
       command -v npm >/dev/null || packages+=(npm) ;;
-    *) echo "install-deps.sh: unknown option $option (expected --fuzz or --browser)" >&2; exit 2 ;;
+    # dpkg-shlibdeps (dpkg-dev) finds the .deb's dependencies; man renders the man page and
+    # zsh runs the zsh completion in the tests; file and binutils inspect the binary.
+    --packaging) packages+=(dpkg-dev man-db zsh file binutils) ;;
+    *) echo "install-deps.sh: unknown option $option (expected --fuzz, --browser or --packaging)" >&2; exit 2 ;;
   esac
 done
 

@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The test command: installs whatever Debian packages are missing, builds (Release), runs
-# the whole suite with ctest, drives the explorer in headless Chromium, builds and runs the
+# the whole suite with ctest (with `cmake --install` and the man page and completions it
+# installs), builds the .deb and checks it (scripts/package-deb.sh, scripts/check-deb.sh),
+# drives the explorer in headless Chromium, builds and runs the
 # suite once more under AddressSanitizer + UndefinedBehaviorSanitizer, runs the concurrency
 # tests under ThreadSanitizer, then fuzzes the checkpoint reader and the config loader
 # (scripts/fuzz.sh). The exit status is the tests' status.
 #   scripts/test.sh             all of them
-#   scripts/test.sh --release   the Release suite alone (CI's Debian 13 step)
+#   scripts/test.sh --release   the Release suite and the .deb alone (CI's Debian 13 step)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 release_only=false
 [[ "${1:-}" == "--release" ]] && release_only=true
 
-if $release_only; then scripts/install-deps.sh; else scripts/install-deps.sh --fuzz --browser; fi ||
+if $release_only; then scripts/install-deps.sh --packaging; else scripts/install-deps.sh --packaging --fuzz --browser; fi ||
   { echo "test.sh: installing dependencies failed" >&2; exit 2; }
 
 run_suite() {  # run_suite BUILD_DIR [cmake options...]
@@ -26,6 +28,15 @@ run_suite() {  # run_suite BUILD_DIR [cmake options...]
 
 status=0
 run_suite build -DCMAKE_BUILD_TYPE=Release || status=1
+
+# The .deb, built portable in build-deb: its dependencies, files and man page. (Installing it
+# on a fresh Debian root is scripts/fresh-machine-check.sh --deb.)
+echo "== the .deb: scripts/package-deb.sh, scripts/check-deb.sh =="
+if deb=$(scripts/package-deb.sh build-deb); then
+  scripts/check-deb.sh "$deb" || status=1
+else
+  echo "test.sh: building the .deb failed" >&2; status=1
+fi
 if $release_only; then
   if [[ $status -eq 0 ]]; then echo "test.sh: the Release suite passed"; else echo "test.sh: FAILED" >&2; fi
   exit $status

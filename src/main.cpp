@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
     app.footer("Exit codes: 0 success, 1 runtime failure, 2 usage/config/input error, 130 interrupted.");
     std::vector<Runner> runners = {add_train(app), add_sample(app), add_eval(app), add_grads(app), add_gradcheck(app),
                                    add_bench(app), add_inspect(app), add_serve(app), add_lesson(app),
-                                   add_prepare(app), add_sweep(app)};
+                                   add_prepare(app), add_sweep(app), add_completion(app)};
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {

@@ -16,6 +16,21 @@ namespace tinyformer::cli {
 
 namespace {
 
+// Without --config, the lesson's model: configs/lesson12.toml in the working directory (a
+// source tree), else the copy installed beside the binary (<prefix>/bin/tinyformer →
+// <prefix>/share/tinyformer/configs/lesson12.toml), wherever the prefix is.
+std::string default_bench_config() {
+    namespace fs = std::filesystem;
+    const fs::path here = "configs/lesson12.toml";
+    std::error_code error;
+    if (fs::exists(here, error)) return here.string();
+    const fs::path executable = fs::read_symlink("/proc/self/exe", error);
+    const fs::path installed = executable.parent_path().parent_path() / "share/tinyformer/configs/lesson12.toml";
+    if (!error && fs::exists(installed, error)) return installed.string();
+    throw InputError("bench: no --config given, and neither ./" + here.string() + " nor " + installed.string() +
+                     " exists; expected --config FILE");
+}
+
 // The vocabulary size: --vocab (-1 when not given), else the config's corpus, which must
 // then be readable.
 int64_t vocab_size_for(const RunConfig& config, int64_t vocab_option) {
@@ -73,7 +88,7 @@ nlohmann::json profile_json(const BenchResult& result) {
 
 Runner add_bench(CLI::App& app) {
     struct Args {
-        std::string config = "configs/lesson12.toml";
+        std::string config;  // "" = default_bench_config()
         std::vector<std::string> overrides;
         int64_t vocab = -1;  // not given
         bool json = false;
@@ -82,7 +97,7 @@ Runner add_bench(CLI::App& app) {
     auto args = std::make_shared<Args>();
     auto engine = std::make_shared<EngineOptions>();
     auto* cmd = app.add_subcommand("bench", "Measure training and sampling speed on this machine.");
-    cmd->add_option("--config", args->config, "the model and batch size to measure (default: configs/lesson12.toml)");
+    cmd->add_option("--config", args->config, "the model and batch size to measure (default: the lesson's, configs/lesson12.toml)");
     cmd->add_option("--set", args->overrides, "override a config key, e.g. --set train.batch_size=8 (repeatable)");
     cmd->add_option("--vocab", args->vocab, "vocabulary size (default: the config's corpus)");
     cmd->add_option("--repeats", args->bench.repeats, "timed repetitions; figures are their median (default 7)");
@@ -100,6 +115,7 @@ Runner add_bench(CLI::App& app) {
         "the model's own matmul shapes through the same backend, measured in the same run.");
     return [cmd, args, engine]() -> int {
         if (!cmd->parsed()) return -1;
+        if (args->config.empty()) args->config = default_bench_config();
         const RunConfig config = load_config(args->config, args->overrides, /*check_files=*/false);
         apply_engine_options(*engine, static_cast<int>(config.train.threads));
         BenchOptions options = args->bench;

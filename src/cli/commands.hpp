@@ -41,5 +41,6 @@ Runner add_serve(CLI::App& app);
 Runner add_lesson(CLI::App& app);
 Runner add_prepare(CLI::App& app);
 Runner add_sweep(CLI::App& app);
+Runner add_completion(CLI::App& app);
 
 }  // namespace tinyformer::cli

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds the .deb: tinyformer, its man page, bash and zsh completions and the lesson's
+# examples, installed under /usr.
+#   scripts/package-deb.sh [BUILD_DIR]      (default build-deb; prints the .deb's path last)
+# The binary is built portable (TINYFORMER_NATIVE=OFF: no -march=native), so the package runs
+# on any amd64 machine of this Debian release; oneDNN still picks the best instruction set
+# at run time. Its dependencies come from dpkg-shlibdeps: the Debian packages of the shared
+# libraries the binary links. A .deb built on Debian 12 installs on Debian 12, one built on
+# Debian 13 on 13 (their library packages differ).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-build-deb}
+scripts/install-deps.sh --packaging >&2
+mkdir -p "$dir"
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DTINYFORMER_NATIVE=OFF -DTINYFORMER_TESTS=OFF \
+  -DCMAKE_INSTALL_PREFIX=/usr >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log" >&2; exit 1; }
+cmake --build "$dir" -j "$(nproc)" >&2
+rm -f "$dir"/tinyformer_*.deb
+(cd "$dir" && cpack -G DEB >cpack.log 2>&1) || { cat "$dir/cpack.log" >&2; exit 1; }
+deb=$(ls "$dir"/tinyformer_*.deb)
+echo "package-deb: $deb ($(du -h "$deb" | cut -f1))" >&2
+echo "$deb"
