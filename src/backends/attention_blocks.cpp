@@ -18,13 +18,6 @@ constexpr int64_t kLanes = 16;  // floats in a Vec16
 #define LANES_IN_ORDER(v, ...) __builtin_shuffle(v, Int16{__VA_ARGS__})
 #endif
 
-Vec16 load(const float* p) {
-    Vec16 v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-void store(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
-
 // The sum and the largest of a Vec16's lanes: the upper half folded onto the lower, four times.
 float lane_sum(Vec16 v) {
     v += LANES_IN_ORDER(v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
@@ -71,10 +64,29 @@ void block_of_rows(const float* a, int64_t a_row, int64_t a_step, const float* b
 // at most two registers wide, else 4, so that 8 to 16 registers of sums share each load of b.
 int64_t rows_per_block(int64_t width) { return width <= 2 * kLanes ? 8 : 4; }
 
+// The block shapes above fill AVX-512's 32 registers, one Vec16 each. Where a Vec16 takes
+// two registers (AVX2's 16) or four (SSE's 16: a build without -march=native), 16 sums would
+// not fit and every step would spill them to memory (the portable build's attention took 18×
+// AVX-512's time). There a block keeps two Vec16 sums, two rows of one Vec16: at most 8 of
+// the 16 registers. (One shape for both, so the portable build's tests cover it.)
+#if defined(__AVX512F__)
+constexpr bool kWideRegisters = true;
+#else
+constexpr bool kWideRegisters = false;
+#endif
+constexpr int kNarrowRows = 2;
+
 // c [rows, width] = a(rows, K) @ b [K, width], rows 4 or 8 (8 only for width <= 32), width a
-// multiple of 16, in strips of up to 64 columns.
+// multiple of 16, in strips of up to 64 columns. Every element is the same sum in the same
+// order whatever the blocks, so the result does not depend on them.
 void product_of_rows(int64_t rows, const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb,
                      int64_t K, int64_t width, float* c, int64_t ldc) {
+    if (!kWideRegisters) {
+        for (int64_t r = 0; r < rows; r += kNarrowRows)
+            for (int64_t column = 0; column < width; column += kLanes)
+                block_of_rows<kNarrowRows, 1>(a + r * a_row, a_row, a_step, b + column, ldb, K, c + r * ldc + column, ldc);
+        return;
+    }
     if (rows == 8) {
         if (width == kLanes) block_of_rows<8, 1>(a, a_row, a_step, b, ldb, K, c, ldc);
         else block_of_rows<8, 2>(a, a_row, a_step, b, ldb, K, c, ldc);

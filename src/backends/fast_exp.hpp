@@ -20,6 +20,13 @@ namespace tinyformer::detail {
 typedef float Vec16 __attribute__((vector_size(64)));
 typedef int32_t Int16 __attribute__((vector_size(64)));
 
+inline Vec16 load(const float* p) {  // sixteen floats from p, aligned or not
+    Vec16 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline void store(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
+
 namespace exp_constants {
 constexpr float lowest = -87.0f, highest = 88.0f;
 constexpr float log2e = 1.44269504088896341f;

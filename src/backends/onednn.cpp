@@ -416,8 +416,17 @@ public:
         float* py = y.data<float>();
         const float k = 0.7978845608028654f;  // sqrt(2/pi)
         const int64_t n = x.numel();
-#pragma omp parallel for simd schedule(static) if (n > kParallelWork)
-        for (int64_t i = 0; i < n; ++i) {
+        // Sixteen at a time in a Vec16, then the rest one by one: the same arithmetic. (A plain
+        // loop vectorises only with AVX-512's masks; elsewhere fast_exp's clamp became branches
+        // and the loop ran scalar, 13× slower in the portable build.)
+        const int64_t whole = n / 16 * 16;
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < whole; i += 16) {
+            const detail::Vec16 u = detail::load(pu + i);
+            const detail::Vec16 z = k * (u + 0.044715f * u * u * u);
+            detail::store(py + i, u / (1.0f + detail::fast_exp(-2.0f * z)));
+        }
+        for (int64_t i = whole; i < n; ++i) {
             const float u = pu[i];
             const float z = k * (u + 0.044715f * u * u * u);
             py[i] = u / (1.0f + detail::fast_exp(-2.0f * z));
