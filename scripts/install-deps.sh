@@ -24,8 +24,8 @@ for option in "$@"; do
       command -v node >/dev/null || packages+=(nodejs)
       command -v npm >/dev/null || packages+=(npm) ;;
     # dpkg-shlibdeps (dpkg-dev) finds the .deb's dependencies; man renders the man page and
-    # zsh runs the zsh completion in the tests; file and binutils inspect the binary.
-    --packaging) packages+=(dpkg-dev man-db zsh file binutils) ;;
+    # zsh runs the zsh completion in the tests (objdump and strings come with g++'s binutils).
+    --packaging) packages+=(dpkg-dev man-db zsh) ;;
     *) echo "install-deps.sh: unknown option $option (expected --fuzz, --browser or --packaging)" >&2; exit 2 ;;
   esac
 done
