@@ -33,7 +33,6 @@ logs="$PWD/build/fresh-machine-check/$release"
 mkdir -p "$logs"
 tarball=$(debian_root_pristine "$release") || { echo "fresh-machine-check: could not make a $release root" >&2; exit 1; }
 root=$(mktemp -d "/var/tmp/tinyformer-fresh-$release.XXXXXX")
-chmod 755 "$root"  # as a real /: the _apt and man users must be able to enter it
 cleanup() {
   debian_root_remove "$root" || echo "fresh-machine-check: $root is left behind (still mounted)" >&2
 }
