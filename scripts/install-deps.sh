@@ -23,9 +23,10 @@ for option in "$@"; do
       packages+=(chromium fonts-wqy-microhei)
       command -v node >/dev/null || packages+=(nodejs)
       command -v npm >/dev/null || packages+=(npm) ;;
-    # dpkg-shlibdeps (dpkg-dev) finds the .deb's dependencies; man renders the man page and
-    # zsh runs the zsh completion in the tests (objdump and strings come with g++'s binutils).
-    --packaging) packages+=(dpkg-dev man-db zsh) ;;
+    # dpkg-shlibdeps (dpkg-dev) finds the .deb's dependencies, on the files CPack's DEB
+    # generator picks out with `file`; man renders the man page and zsh runs the zsh
+    # completion in the tests (objdump and strings come with g++'s binutils).
+    --packaging) packages+=(dpkg-dev file man-db zsh) ;;
     *) echo "install-deps.sh: unknown option $option (expected --fuzz, --browser or --packaging)" >&2; exit 2 ;;
   esac
 done
