@@ -3,6 +3,7 @@
 #include <dnnl.hpp>
 
 #include "backends/onednn_compat.hpp"
+#include "tinyformer/cpu_features.hpp"
 #include "git_describe.hpp"  // generated at build time: TINYFORMER_GIT_DESCRIBE
 
 // Set by CMakeLists.txt on this file alone.
@@ -38,6 +39,10 @@ BuildInfo build_info() {
     info.onednn = std::to_string(loaded->major) + "." + std::to_string(loaded->minor) + "." +
                   std::to_string(loaded->patch);
     info.onednn_isa = onednn::isa_name(dnnl::get_effective_cpu_isa());
+    // This file is compiled with the same -march as every other, so its macros are the binary's.
+    info.built_for = describe(compiled_for());
+    info.cpu = describe(this_cpu());
+    info.cpu_lacks = missing(compiled_for(), this_cpu());
     return info;
 }
 
@@ -48,15 +53,22 @@ std::string version_string() {
 
 std::string version_text() {
     const BuildInfo info = build_info();
-    return "tinyformer " + version_string() + "\n" +                                       //
-           "oneDNN " + info.onednn + ", dispatching to " + info.onednn_isa + " on this CPU\n" +  //
-           "built with " + info.compiler + " (" + info.build + ")\n";
+    const std::string cpu_line =
+        info.cpu_lacks.empty()
+            ? "this CPU has " + info.cpu + "\n"
+            : "this CPU has " + info.cpu + ", without the " + info.cpu_lacks +
+                  " this binary was built for: it may stop at an illegal instruction (build it on this machine)\n";
+    return "tinyformer " + version_string() + "\n" +                                              //
+           "built with " + info.compiler + " (" + info.build + ") for " + info.built_for + "\n" +  //
+           cpu_line +                                                                              //
+           "oneDNN " + info.onednn + ", dispatching to " + info.onednn_isa + " on this CPU\n";
 }
 
 nlohmann::json build_info_json() {
     const BuildInfo info = build_info();
-    return {{"version", info.version}, {"git", info.git},         {"compiler", info.compiler},
-            {"build", info.build},     {"onednn", info.onednn},   {"onednn_isa", info.onednn_isa}};
+    return {{"version", info.version},     {"git", info.git},    {"compiler", info.compiler},
+            {"build", info.build},         {"built_for", info.built_for}, {"cpu", info.cpu},
+            {"onednn", info.onednn},       {"onednn_isa", info.onednn_isa}};
 }
 
 }  // namespace tinyformer

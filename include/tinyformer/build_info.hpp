@@ -1,6 +1,6 @@
 // What made this binary, and so what made a run: tinyformer's version and commit, the
-// oneDNN it runs on and the instruction set oneDNN dispatches to on this CPU, and the
-// compiler. `tinyformer --version` prints it; summary.json and a checkpoint's `made_by`
+// oneDNN it runs on and the instruction set oneDNN dispatches to on this CPU, the compiler,
+// the instruction sets the binary was compiled for and those this CPU has. `tinyformer --version` prints it; summary.json and a checkpoint's `made_by`
 // metadata carry it as JSON.
 #pragma once
 
@@ -16,6 +16,9 @@ struct BuildInfo {
     std::string build;         // "Release, -march=native" (the optimisation and CPU target)
     std::string onednn;        // the library loaded at run time, "2.6.3 (commit 52b5f107)"
     std::string onednn_isa;    // what oneDNN dispatches to here, "AVX512_CORE_AMX"
+    std::string built_for;     // the instruction sets compiled for, "x86-64-v3 (SSE4.2 AVX2 FMA)"
+    std::string cpu;           // those this CPU has, in the same words
+    std::string cpu_lacks;     // those built for that this CPU lacks, "AVX-512"; "" when none
 };
 
 BuildInfo build_info();
@@ -23,9 +26,9 @@ BuildInfo build_info();
 // "0.1.0 (git 657854c)", or "0.1.0" when not built from a clone.
 std::string version_string();
 // The text `tinyformer --version` prints: the version on the first line, as help2man and
-// bug reports expect, then oneDNN and the compiler.
+// bug reports expect, then the compiler and what it compiled for, this CPU, and oneDNN.
 std::string version_text();
-// {"version", "git", "compiler", "build", "onednn", "onednn_isa"}.
+// {"version", "git", "compiler", "build", "built_for", "cpu", "onednn", "onednn_isa"}.
 nlohmann::json build_info_json();
 
 }  // namespace tinyformer

@@ -19,14 +19,16 @@ constexpr int64_t kLanes = 16;  // floats in a Vec16
 #endif
 
 // The sum and the largest of a Vec16's lanes: the upper half folded onto the lower, four times.
-float lane_sum(Vec16 v) {
+float lane_sum(const Vec16& lanes) {
+    Vec16 v = lanes;
     v += LANES_IN_ORDER(v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
     v += LANES_IN_ORDER(v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
     v += LANES_IN_ORDER(v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
     v += LANES_IN_ORDER(v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
     return v[0];
 }
-float lane_max(Vec16 v) {
+float lane_max(const Vec16& lanes) {
+    Vec16 v = lanes;
     Vec16 other = LANES_IN_ORDER(v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
     v = v > other ? v : other;
     other = LANES_IN_ORDER(v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
@@ -50,14 +52,14 @@ void block_of_rows(const float* a, int64_t a_row, int64_t a_step, const float* b
         for (int j = 0; j < V; ++j) sum[r][j] = Vec16{};  // in registers: an `= {}` here became a memset
     for (int64_t i = 0; i < K; ++i) {
         Vec16 b_row[V];
-        for (int j = 0; j < V; ++j) b_row[j] = load(b + i * ldb + j * kLanes);
+        for (int j = 0; j < V; ++j) b_row[j] = lanes_at(b + i * ldb + j * kLanes);
         for (int r = 0; r < R; ++r) {
             const float a_ri = a[r * a_row + i * a_step];
             for (int j = 0; j < V; ++j) sum[r][j] += a_ri * b_row[j];
         }
     }
     for (int r = 0; r < R; ++r)
-        for (int j = 0; j < V; ++j) store(c + r * ldc + j * kLanes, sum[r][j]);
+        for (int j = 0; j < V; ++j) lanes_at(c + r * ldc + j * kLanes) = sum[r][j];
 }
 
 // Rows a product computes together for results up to `width` columns wide: 8 when they are
@@ -121,10 +123,10 @@ void rotate_rows(const float* x, int64_t x_stride, const HeadInputs& in, int64_t
                  int64_t out_stride) {
     for (int64_t t = 0; t < T; ++t)
         for (int64_t j = 0; j < d; j += kLanes) {
-            const Vec16 u = load(x + t * x_stride + j);
-            const Vec16 c = load(in.cos_pairs + t * d + j), s = sign * load(in.sin_pairs + t * d + j);
+            const Vec16 u = lanes_at(x + t * x_stride + j);
+            const Vec16 c = lanes_at(in.cos_pairs + t * d + j), s = sign * lanes_at(in.sin_pairs + t * d + j);
             const Vec16 pairs_swapped = LANES_IN_ORDER(u, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-            store(out + t * out_stride + j, u * c + pairs_swapped * s);
+            lanes_at(out + t * out_stride + j) = u * c + pairs_swapped * s;
         }
 }
 
@@ -136,20 +138,21 @@ void causal_softmax_row(float* row, int64_t i, int64_t T, float alpha) {
     const Vec16 minus_infinity = Vec16{} - std::numeric_limits<float>::infinity(), zero = {};
     Vec16 largest = minus_infinity;
     for (int64_t j = 0; j < width; j += kLanes) {
-        const Vec16 scaled = alpha * load(row + j);
+        const Vec16 scaled = alpha * lanes_at(row + j);
         const Vec16 masked = lane + static_cast<float>(j) > static_cast<float>(i) ? minus_infinity : scaled;
         largest = largest > masked ? largest : masked;
     }
     const float max = lane_max(largest);
     Vec16 sum = {};
     for (int64_t j = 0; j < width; j += kLanes) {
-        const Vec16 e = fast_exp(alpha * load(row + j) - max);
+        Vec16 e = alpha * lanes_at(row + j) - max;
+        fast_exp_in_place(e);
         const Vec16 masked = lane + static_cast<float>(j) > static_cast<float>(i) ? zero : e;
-        store(row + j, masked);
+        lanes_at(row + j) = masked;
         sum += masked;
     }
     const float inv_sum = 1.0f / lane_sum(sum);
-    for (int64_t j = 0; j < width; j += kLanes) store(row + j, load(row + j) * inv_sum);
+    for (int64_t j = 0; j < width; j += kLanes) lanes_at(row + j) *= inv_sum;
     std::fill(row + width, row + T, 0.0f);
 }
 
@@ -158,10 +161,10 @@ void causal_softmax_row(float* row, int64_t i, int64_t T, float alpha) {
 void causal_softmax_backward_row(const float* p, float* d_row, int64_t i, int64_t T, float alpha) {
     const int64_t width = visible_width(i, T);
     Vec16 dot = {};
-    for (int64_t j = 0; j < width; j += kLanes) dot += load(p + j) * load(d_row + j);
+    for (int64_t j = 0; j < width; j += kLanes) dot += lanes_at(p + j) * lanes_at(d_row + j);
     const float p_dot_dp = lane_sum(dot);
     for (int64_t j = 0; j < width; j += kLanes)
-        store(d_row + j, alpha * load(p + j) * (load(d_row + j) - p_dot_dp));
+        lanes_at(d_row + j) = alpha * lanes_at(p + j) * (lanes_at(d_row + j) - p_dot_dp);
 }
 
 }  // namespace

@@ -422,9 +422,11 @@ public:
         const int64_t whole = n / 16 * 16;
 #pragma omp parallel for schedule(static) if (n > kParallelWork)
         for (int64_t i = 0; i < whole; i += 16) {
-            const detail::Vec16 u = detail::load(pu + i);
+            const detail::Vec16 u = detail::lanes_at(pu + i);
             const detail::Vec16 z = k * (u + 0.044715f * u * u * u);
-            detail::store(py + i, u / (1.0f + detail::fast_exp(-2.0f * z)));
+            detail::Vec16 e = -2.0f * z;
+            detail::fast_exp_in_place(e);
+            detail::lanes_at(py + i) = u / (1.0f + e);
         }
         for (int64_t i = whole; i < n; ++i) {
             const float u = pu[i];

@@ -29,6 +29,37 @@ expect_in "$version" "built with GCC" "--version names the compiler"
 [[ -z "$compiler" || "$version" == *"GCC $compiler"* || "$version" != *GCC* ]] \
   && pass "... with its version" || fail "compiler $compiler not in: $version"
 
+# The instruction sets it was built for and those this CPU has, each worked out here another
+# way: the compiler's macros for the build's -march, and /proc/cpuinfo's flags.
+describe_sets() {  # describe_sets SSE4.2 AVX2 ... → "x86-64-v3 (SSE4.2 AVX2 FMA)", as --version words it
+  local sets=" $* " level=x86-64
+  [[ $sets == *" SSE4.2 "* ]] && level=x86-64-v2
+  [[ $sets == *" SSE4.2 "* && $sets == *" AVX2 "* && $sets == *" FMA "* ]] && level=x86-64-v3
+  [[ $level == x86-64-v3 && $sets == *" AVX-512 "* ]] && level=x86-64-v4
+  echo "$level (${*:-SSE2})"
+}
+march=(); build="Release, portable (no -march)"
+[[ "$version" == *"-march=native"* ]] && march=(-march=native) build="Release, -march=native"
+macros=$("${CXX:-c++}" "${march[@]}" -dM -E -x c++ /dev/null)
+has_macros() { local m; for m in "$@"; do grep -q "#define __${m}__ 1" <<<"$macros" || return 1; done; }
+built=()
+has_macros SSE4_2 SSSE3 POPCNT && built+=(SSE4.2)
+has_macros AVX2 && built+=(AVX2)
+has_macros FMA && built+=(FMA)
+has_macros AVX512F AVX512BW AVX512CD AVX512DQ AVX512VL && built+=(AVX-512)
+has_macros AVX512BF16 && built+=(AVX512-BF16)
+expect_in "$version" "($build) for $(describe_sets "${built[@]}")" \
+  "--version names the instruction sets it was built for: $(describe_sets "${built[@]}")"
+flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+has_flags() { local f; for f in "$@"; do [[ $flags == *" $f "* ]] || return 1; done; }
+cpu=()
+has_flags sse4_2 ssse3 popcnt && cpu+=(SSE4.2)
+has_flags avx2 && cpu+=(AVX2)
+has_flags fma && cpu+=(FMA)
+has_flags avx512f avx512bw avx512cd avx512dq avx512vl && cpu+=(AVX-512)
+has_flags avx512_bf16 && cpu+=(AVX512-BF16)
+expect_in "$version" "this CPU has $(describe_sets "${cpu[@]}")" "--version names this CPU's: $(describe_sets "${cpu[@]}")"
+
 # A run says what made it: summary.json and the checkpoint's metadata carry the same.
 tiny_lesson_config "$scratch/tiny.toml" "steps = 2" "batch_size = 4"
 if "$tf" train --config "$scratch/tiny.toml" --out "$scratch/run" >/dev/null 2>&1; then
@@ -36,6 +67,7 @@ if "$tf" train --config "$scratch/tiny.toml" --out "$scratch/run" >/dev/null 2>&
   expect_in "$made_by" "\"version\":\"$project_version\"" "summary.json's made_by has the version"
   [[ -n "${commit:-}" ]] && expect_in "$made_by" "\"git\":\"$commit" "summary.json's made_by has the commit"
   expect_in "$made_by" "\"onednn\":\"$dnnl_header\"" "summary.json's made_by has oneDNN's version"
+  expect_in "$made_by" "\"cpu\":\"$(describe_sets "${cpu[@]}" | tr -d ' ')\"" "summary.json's made_by has this CPU's instruction sets"
   # safetensors: 8 bytes of header length (little-endian), then the JSON header with __metadata__.
   header_length=$(od -An -t u8 -N 8 "$scratch/run/model.safetensors" | tr -d ' ')
   header=$(tail -c +9 "$scratch/run/model.safetensors" | head -c "$header_length")

@@ -1,0 +1,29 @@
+// The x86-64 instruction sets tinyformer's own kernels and its dependencies care about: the
+// ones this binary was compiled to use (its -march), and the ones this CPU has (asked at run
+// time). `tinyformer --version` prints both, and a checkpoint's made_by records them, so
+// that a figure or a bug report says which kind of machine it came from.
+#pragma once
+
+#include <string>
+
+namespace tinyformer {
+
+struct InstructionSets {
+    bool sse4_2 = false;  // with SSSE3 and POPCNT: x86-64-v2
+    bool avx2 = false;    // with AVX, FMA, BMI2 and F16C: x86-64-v3 (most laptops and cloud CPUs)
+    bool fma = false;
+    bool avx512 = false;  // AVX512F, BW, CD, DQ and VL: x86-64-v4 (Zen 4, Skylake-X and later)
+    bool avx512_bf16 = false;  // AVX512-BF16: bf16 products (Zen 4, Cooper Lake, Sapphire Rapids)
+};
+
+// What the compiler was told it may use for this binary (its predefined macros).
+InstructionSets compiled_for();
+// What this CPU has (cpuid, through the compiler's __builtin_cpu_supports).
+InstructionSets this_cpu();
+
+// "x86-64-v3 (SSE4.2 AVX2 FMA)": the highest x86-64 level the sets make up, and the sets.
+std::string describe(const InstructionSets& sets);
+// The sets `needed` has and `present` lacks, as "AVX2 FMA"; "" when none.
+std::string missing(const InstructionSets& needed, const InstructionSets& present);
+
+}  // namespace tinyformer
