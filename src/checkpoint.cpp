@@ -18,10 +18,6 @@ namespace {
 
 constexpr const char* checkpoint_format = "tinyformer/1";
 
-[[noreturn]] void fail(const std::string& path, const std::string& what, const std::string& expected) {
-    throw InputError(path + ": " + what + ", expected " + expected);
-}
-
 // `vocab` metadata: ["a","b","果",...] in id order.
 std::string vocab_to_json(const Vocabulary& vocab) {
     nlohmann::json chars = nlohmann::json::array();
@@ -31,18 +27,18 @@ std::string vocab_to_json(const Vocabulary& vocab) {
 
 Vocabulary vocab_from_json(const std::string& path, const std::string& text) {
     const nlohmann::json chars = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!chars.is_array()) fail(path, "vocab is not a JSON array", "an array of one-character strings");
+    if (!chars.is_array()) reject(path, "vocab is not a JSON array", "an array of one-character strings");
     std::vector<char32_t> ids;
     std::set<char32_t> seen;
     for (size_t i = 0; i < chars.size(); ++i) {
         const std::string entry = "vocab entry " + std::to_string(i);
-        if (!chars[i].is_string()) fail(path, entry + " is " + chars[i].dump(), "a one-character string");
+        if (!chars[i].is_string()) reject(path, entry + " is " + chars[i].dump(), "a one-character string");
         const std::u32string decoded = decode_utf8(chars[i].get<std::string>(), path + ": " + entry);
         if (decoded.size() != 1)
-            fail(path, entry + " " + chars[i].dump() + " has " + std::to_string(decoded.size()) + " characters",
+            reject(path, entry + " " + chars[i].dump() + " has " + std::to_string(decoded.size()) + " characters",
                  "exactly one");
         if (!seen.insert(decoded[0]).second)
-            fail(path, entry + " " + describe_char(decoded[0]) + " appears twice", "distinct characters");
+            reject(path, entry + " " + describe_char(decoded[0]) + " appears twice", "distinct characters");
         ids.push_back(decoded[0]);
     }
     return Vocabulary(std::move(ids));
@@ -50,7 +46,7 @@ Vocabulary vocab_from_json(const std::string& path, const std::string& text) {
 
 RunConfig config_from_metadata(const std::string& path, const std::string& text) {
     const nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!json.is_object()) fail(path, "config is not a JSON object", "the run configuration as JSON");
+    if (!json.is_object()) reject(path, "config is not a JSON object", "the run configuration as JSON");
     try {
         return config_from_json(json);
     } catch (const std::exception& e) {
@@ -62,7 +58,7 @@ int64_t step_from_metadata(const std::string& path, const std::string& text) {
     int64_t step = -1;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), step);
     if (text.empty() || error != std::errc() || end != text.data() + text.size() || step < 0)
-        fail(path, "step \"" + text + "\"", "a non-negative integer");
+        reject(path, "step \"" + text + "\"", "a non-negative integer");
     return step;
 }
 
@@ -70,7 +66,7 @@ const std::string& required(const std::string& path, const std::map<std::string,
                             const std::string& key) {
     auto it = metadata.find(key);
     if (it == metadata.end())
-        fail(path, "__metadata__ has no " + key, "a tinyformer checkpoint (format, config, vocab and step)");
+        reject(path, "__metadata__ has no " + key, "a tinyformer checkpoint (format, config, vocab and step)");
     return it->second;
 }
 
@@ -80,11 +76,11 @@ void check_config_fits_file(const std::string& path, const ModelConfig& config, 
     int64_t weights = 0;
     for (const auto& [name, tensor] : file.tensors) weights += tensor.numel();
     if (config.d_model > weights)
-        fail(path, "config model.d_model " + std::to_string(config.d_model) + " but the file holds only " +
+        reject(path, "config model.d_model " + std::to_string(config.d_model) + " but the file holds only " +
                        std::to_string(weights) + " weights",
              "a config matching the tensors");
     if (config.n_layers > static_cast<int64_t>(file.tensors.size()))
-        fail(path, "config model.n_layers " + std::to_string(config.n_layers) + " but the file holds only " +
+        reject(path, "config model.n_layers " + std::to_string(config.n_layers) + " but the file holds only " +
                        std::to_string(file.tensors.size()) + " tensors",
              "a config matching the tensors");
 }
@@ -107,7 +103,7 @@ void check_tensors_match(const std::string& path, const std::vector<ParameterSpe
     for (const auto& [name, tensor] : tensors)
         if (!expected.count(name)) unknown.push_back(name);
     if (!missing.empty() || !unknown.empty())
-        fail(path,
+        reject(path,
              (missing.empty() ? "" : "missing tensors " + joined(missing)) +
                  (missing.empty() || unknown.empty() ? "" : "; ") +
                  (unknown.empty() ? "" : "unknown tensors " + joined(unknown)),
@@ -115,7 +111,7 @@ void check_tensors_match(const std::string& path, const std::vector<ParameterSpe
     for (const ParameterSpec& spec : specs) {
         const Shape& shape = tensors.at(spec.name).shape();
         if (shape != spec.shape)
-            fail(path, "tensor " + spec.name + " has shape " + shape_str(shape),
+            reject(path, "tensor " + spec.name + " has shape " + shape_str(shape),
                  shape_str(spec.shape) + " (from its config)");
     }
 }
@@ -138,7 +134,7 @@ void check_finite(const std::string& path, const std::string& name, const Tensor
     std::string found = nans && infinities ? count(nans, "NaN") + " and " + count(infinities, "infinite")
                         : nans             ? count(nans, "NaN")
                                            : count(infinities, "infinite");
-    fail(path, "tensor " + name + " has " + found + " (the first at element " + std::to_string(first) + ")",
+    reject(path, "tensor " + name + " has " + found + " (the first at element " + std::to_string(first) + ")",
          "finite weights");
 }
 
@@ -152,7 +148,7 @@ uint64_t metadata_integer(const std::string& path, const std::map<std::string, s
     uint64_t value = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || error != std::errc() || end != text.data() + text.size())
-        fail(path, "__metadata__." + key + " \"" + text + "\"", "a non-negative integer");
+        reject(path, "__metadata__." + key + " \"" + text + "\"", "a non-negative integer");
     return value;
 }
 
@@ -194,13 +190,13 @@ LoadedModel load_model(const std::string& path) {
         file_path = (fs::path(path) / "model.safetensors").string();
         std::error_code error;
         if (!fs::exists(file_path, error))
-            fail(path, "directory has no model.safetensors", "a run directory or a .safetensors file");
+            reject(path, "directory has no model.safetensors", "a run directory or a .safetensors file");
     }
     const SafetensorsFile file = read_safetensors(file_path);
 
     const std::string format = required(file_path, file.metadata, "format");
     if (format != checkpoint_format)
-        fail(file_path, "format \"" + format + "\"", std::string("\"") + checkpoint_format + "\"");
+        reject(file_path, "format \"" + format + "\"", std::string("\"") + checkpoint_format + "\"");
     LoadedModel loaded;
     loaded.config = config_from_metadata(file_path, required(file_path, file.metadata, "config"));
     loaded.vocab = vocab_from_json(file_path, required(file_path, file.metadata, "vocab"));
@@ -208,7 +204,7 @@ LoadedModel load_model(const std::string& path) {
 
     const ModelConfig& config = loaded.config.model;
     if (loaded.vocab.size() != config.vocab_size)
-        fail(file_path, "vocab has " + std::to_string(loaded.vocab.size()) + " characters",
+        reject(file_path, "vocab has " + std::to_string(loaded.vocab.size()) + " characters",
              "model.vocab_size = " + std::to_string(config.vocab_size) + " of its config");
     try {
         config.validate();

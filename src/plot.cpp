@@ -103,4 +103,6 @@ std::string fixed(double value, int digits) {
     return buffer;
 }
 
+std::string percent(double share, int digits) { return fixed(100 * share, digits) + " %"; }
+
 }  // namespace tinyformer

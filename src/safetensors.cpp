@@ -30,10 +30,6 @@ constexpr int max_header_depth = 64;                // our headers nest 3 levels
 constexpr int64_t max_header_events = 1'000'000;    // keys, values, brackets: ~10 per tensor
 constexpr uint64_t max_tensor_elements = 1ull << 61; // far beyond any file; 4x it still fits in 64 bits
 
-[[noreturn]] void fail(const std::string& path, const std::string& what, const std::string& expected) {
-    throw InputError(path + ": " + what + ", expected " + expected);
-}
-
 // What a JSON value is, for messages: "an array", "the number 5", ...
 std::string kind_of(const nlohmann::ordered_json& value) {
     switch (value.type()) {
@@ -89,37 +85,37 @@ struct TensorEntry {
 TensorEntry check_entry(const std::string& path, const std::string& name, const nlohmann::ordered_json& info,
                         uint64_t data_bytes) {
     const std::string tensor = "tensor " + name;
-    if (!info.is_object()) fail(path, tensor + " is " + kind_of(info), "an object with dtype, shape and data_offsets");
+    if (!info.is_object()) reject(path, tensor + " is " + kind_of(info), "an object with dtype, shape and data_offsets");
     for (const char* key : {"dtype", "shape", "data_offsets"})
-        if (!info.contains(key)) fail(path, tensor + " has no " + key, "dtype, shape and data_offsets");
+        if (!info.contains(key)) reject(path, tensor + " has no " + key, "dtype, shape and data_offsets");
 
     const auto& dtype = info["dtype"];
-    if (!dtype.is_string()) fail(path, tensor + ": dtype is " + kind_of(dtype), "\"F32\"");
-    if (dtype.get<std::string>() != "F32") fail(path, tensor + ": dtype " + dtype.get<std::string>(), "F32");
+    if (!dtype.is_string()) reject(path, tensor + ": dtype is " + kind_of(dtype), "\"F32\"");
+    if (dtype.get<std::string>() != "F32") reject(path, tensor + ": dtype " + dtype.get<std::string>(), "F32");
 
     TensorEntry entry{name, {}, 0, 0};
     const auto& offsets = info["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2 || !read_count(offsets[0], data_bytes, entry.begin) ||
         !read_count(offsets[1], data_bytes, entry.end))
-        fail(path, tensor + ": data_offsets " + offsets.dump(),
+        reject(path, tensor + ": data_offsets " + offsets.dump(),
              "[begin,end] within the " + std::to_string(data_bytes) + "-byte data section");
     if (entry.begin > entry.end)
-        fail(path, tensor + ": data_offsets " + offsets.dump() + " run backwards", "begin <= end");
+        reject(path, tensor + ": data_offsets " + offsets.dump() + " run backwards", "begin <= end");
 
     const auto& shape = info["shape"];
-    if (!shape.is_array()) fail(path, tensor + ": shape is " + kind_of(shape), "an array of sizes");
+    if (!shape.is_array()) reject(path, tensor + ": shape is " + kind_of(shape), "an array of sizes");
     for (const auto& extent : shape) {
         uint64_t size = 0;
         if (!read_count(extent, std::numeric_limits<int64_t>::max(), size))
-            fail(path, tensor + ": shape " + shape.dump(), "non-negative integer sizes");
+            reject(path, tensor + ": shape " + shape.dump(), "non-negative integer sizes");
         entry.shape.push_back(static_cast<int64_t>(size));
     }
     const uint64_t elements = capped_product(entry.shape, max_tensor_elements);
     if (elements > max_tensor_elements)
-        fail(path, tensor + ": shape " + shape_str(entry.shape) + " is too large", "at most 2^61 elements");
+        reject(path, tensor + ": shape " + shape_str(entry.shape) + " is too large", "at most 2^61 elements");
     const uint64_t span = entry.end - entry.begin;
     if (elements * 4 != span)
-        fail(path, tensor + ": shape " + shape_str(entry.shape) + " needs " + std::to_string(elements * 4) +
+        reject(path, tensor + ": shape " + shape_str(entry.shape) + " needs " + std::to_string(elements * 4) +
                        " bytes, data_offsets " + offsets.dump() + " hold " + std::to_string(span),
              "shape and data_offsets to agree");
     return entry;
@@ -134,17 +130,17 @@ void check_tiling(const std::string& path, std::vector<TensorEntry> entries, uin
     std::string previous = "the start of the data";
     for (const TensorEntry& entry : entries) {
         if (entry.begin < next)
-            fail(path, "tensor " + entry.name + " (bytes " + std::to_string(entry.begin) + ".." +
+            reject(path, "tensor " + entry.name + " (bytes " + std::to_string(entry.begin) + ".." +
                            std::to_string(entry.end) + ") overlaps " + previous,
                  "non-overlapping tensors");
         if (entry.begin > next)
-            fail(path, "a gap of " + std::to_string(entry.begin - next) + " bytes before tensor " + entry.name,
+            reject(path, "a gap of " + std::to_string(entry.begin - next) + " bytes before tensor " + entry.name,
                  "tensors packed one after another");
         next = entry.end;
         previous = "tensor " + entry.name;
     }
     if (next != data_bytes)
-        fail(path, std::to_string(data_bytes - next) + " bytes after the last tensor",
+        reject(path, std::to_string(data_bytes - next) + " bytes after the last tensor",
              "the data section to end with it (" + std::to_string(next) + " bytes)");
 }
 
@@ -157,10 +153,10 @@ nlohmann::ordered_json parse_header(const std::string& path, const std::string& 
     auto guard = [&](int depth, nlohmann::ordered_json::parse_event_t event, nlohmann::ordered_json& value) {
         using event_t = nlohmann::ordered_json::parse_event_t;
         if (++events > max_header_events)
-            fail(path, "header has more than " + std::to_string(max_header_events) + " JSON values",
+            reject(path, "header has more than " + std::to_string(max_header_events) + " JSON values",
                  "a few per tensor");
         if ((event == event_t::object_start || event == event_t::array_start) && depth >= max_header_depth)
-            fail(path, "header nests deeper than " + std::to_string(max_header_depth) + " levels",
+            reject(path, "header nests deeper than " + std::to_string(max_header_depth) + " levels",
                  "a flat safetensors header");
         if (event == event_t::key && depth == 1) top_level_keys.push_back(value.get<std::string>());
         return true;
@@ -170,14 +166,14 @@ nlohmann::ordered_json parse_header(const std::string& path, const std::string& 
     try {
         header = nlohmann::ordered_json::parse(text, guard);
     } catch (const nlohmann::json::parse_error& e) {
-        fail(path, "header is not valid JSON (at byte " + std::to_string(e.byte) + ")", "a UTF-8 JSON object");
+        reject(path, "header is not valid JSON (at byte " + std::to_string(e.byte) + ")", "a UTF-8 JSON object");
     } catch (const nlohmann::json::out_of_range&) {  // 1e999: found by fuzz/fuzz_checkpoint.cpp
-        fail(path, "header holds a number too large for a double", "a safetensors header");
+        reject(path, "header holds a number too large for a double", "a safetensors header");
     }
-    if (!header.is_object()) fail(path, "header is " + kind_of(header), "a JSON object");
+    if (!header.is_object()) reject(path, "header is " + kind_of(header), "a JSON object");
     std::sort(top_level_keys.begin(), top_level_keys.end());
     auto duplicate = std::adjacent_find(top_level_keys.begin(), top_level_keys.end());
-    if (duplicate != top_level_keys.end()) fail(path, "header names \"" + *duplicate + "\" twice", "unique names");
+    if (duplicate != top_level_keys.end()) reject(path, "header names \"" + *duplicate + "\" twice", "unique names");
     return header;
 }
 
@@ -232,30 +228,30 @@ SafetensorsFile read_safetensors(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code error;
     const fs::file_status status = fs::status(path, error);
-    if (status.type() == fs::file_type::not_found) fail(path, "no such file", "a safetensors file");
-    if (error) fail(path, "cannot examine it (" + error.message() + ")", "a readable safetensors file");
-    if (fs::is_directory(status)) fail(path, "is a directory", "a safetensors file");
-    if (!fs::is_regular_file(status)) fail(path, "is not a regular file", "a safetensors file");
+    if (status.type() == fs::file_type::not_found) reject(path, "no such file", "a safetensors file");
+    if (error) reject(path, "cannot examine it (" + error.message() + ")", "a readable safetensors file");
+    if (fs::is_directory(status)) reject(path, "is a directory", "a safetensors file");
+    if (!fs::is_regular_file(status)) reject(path, "is not a regular file", "a safetensors file");
     const uint64_t file_bytes = fs::file_size(path, error);
-    if (error) fail(path, "cannot read its size (" + error.message() + ")", "a readable safetensors file");
+    if (error) reject(path, "cannot read its size (" + error.message() + ")", "a readable safetensors file");
 
     std::ifstream in(path, std::ios::binary);
-    if (!in) fail(path, "cannot open it (" + std::string(std::strerror(errno)) + ")", "a readable safetensors file");
+    if (!in) reject(path, "cannot open it (" + std::string(std::strerror(errno)) + ")", "a readable safetensors file");
     auto read_exactly = [&](char* into, uint64_t bytes) {
         if (!in.read(into, static_cast<std::streamsize>(bytes)))
-            fail(path, "file ended early (it changed while being read?)", std::to_string(file_bytes) + " bytes");
+            reject(path, "file ended early (it changed while being read?)", std::to_string(file_bytes) + " bytes");
     };
 
     if (file_bytes < 8)
-        fail(path, "file is " + std::to_string(file_bytes) + " bytes", "at least 8 (the header length)");
+        reject(path, "file is " + std::to_string(file_bytes) + " bytes", "at least 8 (the header length)");
     unsigned char length_bytes[8];
     read_exactly(reinterpret_cast<char*>(length_bytes), 8);
     const uint64_t header_bytes = read_u64_le(length_bytes);
     if (header_bytes > file_bytes - 8)
-        fail(path, "header length " + std::to_string(header_bytes) + " runs past the end of the file",
+        reject(path, "header length " + std::to_string(header_bytes) + " runs past the end of the file",
              "at most " + std::to_string(file_bytes - 8) + " (the file is " + std::to_string(file_bytes) + " bytes)");
     if (header_bytes > max_header_bytes)
-        fail(path, "header length " + std::to_string(header_bytes) + " bytes",
+        reject(path, "header length " + std::to_string(header_bytes) + " bytes",
              "at most " + std::to_string(max_header_bytes));
     std::string header_text(header_bytes, '\0');
     read_exactly(header_text.data(), header_bytes);
@@ -269,9 +265,9 @@ SafetensorsFile read_safetensors(const std::string& path) {
             entries.push_back(check_entry(path, name, info, data_bytes));
             continue;
         }
-        if (!info.is_object()) fail(path, "__metadata__ is " + kind_of(info), "an object of strings");
+        if (!info.is_object()) reject(path, "__metadata__ is " + kind_of(info), "an object of strings");
         for (const auto& [key, value] : info.items()) {
-            if (!value.is_string()) fail(path, "__metadata__." + key + " is " + kind_of(value), "a string");
+            if (!value.is_string()) reject(path, "__metadata__." + key + " is " + kind_of(value), "a string");
             file.metadata[key] = value.get<std::string>();
         }
     }

@@ -25,10 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir : testing::TempDir {
-    TempDir() : testing::TempDir("tinyformer_test_checkpoint") {}
-};
-
 void write_bytes(const std::string& path, const std::string& bytes) {
     std::ofstream out(path, std::ios::binary);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -100,7 +96,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 TEST_CASE("a model survives save and load bit for bit, with its vocab, step and config", "[checkpoint]") {
     for (const std::string positions : {"rope", "learned"}) {
         DYNAMIC_SECTION("positions = " << positions) {
-            TempDir dir;
+            testing::TempDir dir("tinyformer_test_checkpoint");
             RunConfig config = tiny_config(positions);
             config.model.vocab_size = 0;  // "from the corpus": save_model records the real size
             const Transformer model = random_model(tiny_config(positions).model, 3);
@@ -130,7 +126,7 @@ TEST_CASE("a model survives save and load bit for bit, with its vocab, step and 
 }
 
 TEST_CASE("a float64 model is saved as float32", "[checkpoint]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_checkpoint");
     const Transformer model(tiny_config("rope").model, 9, DType::f64);
     save_model(dir.file("m.safetensors"), model, tiny_vocab(), tiny_config("rope"), 0);
     const LoadedModel loaded = load_model(dir.file("m.safetensors"));
@@ -139,7 +135,7 @@ TEST_CASE("a float64 model is saved as float32", "[checkpoint]") {
 }
 
 TEST_CASE("checkpoint metadata holds format, config, vocab and step as the contract says", "[checkpoint]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_checkpoint");
     save_model(dir.file("model.safetensors"), random_model(tiny_config("rope").model, 1), tiny_vocab(),
                tiny_config("rope"), 77);
     const SafetensorsFile file = read_safetensors(dir.file("model.safetensors"));
@@ -171,7 +167,7 @@ TEST_CASE("safetensors bytes match the PyTorch reference's writer exactly", "[ch
         "0000003f000080bf00004040";
     REQUIRE(hex(bytes) == expected);
     {  // write_safetensors writes the same bytes, each tensor's straight from the tensor
-        TempDir written;
+        testing::TempDir written("tinyformer_test_checkpoint");
         write_safetensors(written.file("ab.safetensors"), tensors, {{"format", "x"}});
         std::ifstream in(written.file("ab.safetensors"), std::ios::binary);
         REQUIRE(hex(std::string(std::istreambuf_iterator<char>(in), {})) == expected);
@@ -186,7 +182,7 @@ TEST_CASE("safetensors bytes match the PyTorch reference's writer exactly", "[ch
     REQUIRE_THAT(header, StartsWith("{\"__metadata__\":{\"format\":\"x\"},\"a\":"));
     REQUIRE(header.substr(header.find_last_not_of(' ') + 1) == "    ");
 
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_checkpoint");
     write_bytes(dir.file("ab.safetensors"), bytes);
     const SafetensorsFile file = read_safetensors(dir.file("ab.safetensors"));
     REQUIRE(file.metadata == std::map<std::string, std::string>{{"format", "x"}});
@@ -205,7 +201,7 @@ TEST_CASE("safetensors metadata keeps non-ASCII text as raw UTF-8", "[checkpoint
 }
 
 TEST_CASE("malformed checkpoints are refused with a one-line message naming the file", "[checkpoint]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_checkpoint");
     const std::string good_path = dir.file("good.safetensors");
     save_model(good_path, random_model(tiny_config("rope").model, 2), tiny_vocab(), tiny_config("rope"), 5);
     const SafetensorsFile good = read_safetensors(good_path);
@@ -346,7 +342,7 @@ TEST_CASE("malformed checkpoints are refused with a one-line message naming the 
 }
 
 TEST_CASE("a header length beyond 100 MB is refused before it is read", "[checkpoint]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_checkpoint");
     const std::string path = dir.file("huge.safetensors");
     const uint64_t length = (100ull << 20) + 8;
     write_bytes(path, u64_le(length));
@@ -356,7 +352,7 @@ TEST_CASE("a header length beyond 100 MB is refused before it is read", "[checkp
 }
 
 TEST_CASE("checkpoint paths that are not files are refused", "[checkpoint]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_checkpoint");
     fs::create_directories(dir.path / "empty_run");
     REQUIRE_THROWS_AS(load_model(dir.file("empty_run")), InputError);
     REQUIRE_THROWS_WITH(load_model(dir.file("empty_run")),
@@ -371,7 +367,7 @@ TEST_CASE("checkpoint paths that are not files are refused", "[checkpoint]") {
 }
 
 TEST_CASE("write_file_atomic replaces the whole file and leaves no temporary", "[checkpoint]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_checkpoint");
     const std::string path = dir.file("out.bin");
     write_file_atomic(path, std::string(10000, 'x'));
     write_file_atomic(path, "short");
@@ -382,7 +378,7 @@ TEST_CASE("write_file_atomic replaces the whole file and leaves no temporary", "
 }
 
 TEST_CASE("write_file_atomic fails cleanly, naming the path, and leaves nothing behind", "[checkpoint]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_checkpoint");
     const std::string missing = dir.file("no/such/dir/model.safetensors");
     REQUIRE_THROWS_AS(write_file_atomic(missing, "data"), std::runtime_error);
     REQUIRE_THROWS_WITH(write_file_atomic(missing, "data"),
@@ -398,7 +394,7 @@ TEST_CASE("write_file_atomic fails cleanly, naming the path, and leaves nothing 
 }
 
 TEST_CASE("remove_stale_temporaries removes what killed writers left, and nothing else", "[checkpoint]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_checkpoint");
     const std::string mine = ".model.safetensors.tmp." + std::to_string(::getpid());
     for (const std::string name : {".model.safetensors.tmp.99999999", ".summary.json.tmp.4194305", mine.c_str(),
                                    "model.safetensors", "notes.tmp.1", ".hidden", ".x.tmp.12ab"})

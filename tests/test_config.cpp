@@ -20,10 +20,6 @@ namespace {
 
 const fs::path kSourceDir = TINYFORMER_SOURCE_DIR;
 
-struct TempDir : testing::TempDir {
-    TempDir() : testing::TempDir("tinyformer_test_config") {}
-};
-
 // Runs in `dir` until destroyed (path resolution depends on the working directory).
 struct WorkingDirectory {
     fs::path previous = fs::current_path();
@@ -105,7 +101,7 @@ RunConfig unusual_config() {
 }  // namespace
 
 TEST_CASE("every key has its documented default", "[config]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_config");
     const RunConfig c = load_config(dir.write("tiny.toml", with_corpus("")), {}, false);
     require_same(c, [&] {
         RunConfig expected;
@@ -145,7 +141,7 @@ TEST_CASE("the shipped configs load", "[config]") {
     CHECK(lesson.data.val_path == (kSourceDir / "corpus/lesson_val.txt").lexically_normal().string());
     CHECK(lesson.data.probes_path == (kSourceDir / "corpus/lesson_probes.tsv").lexically_normal().string());
 
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_config");
     const std::string text = dir.write("shakespeare.txt", "First Citizen:\nBefore we proceed any further.\n");
     const std::string shakespeare_toml = (kSourceDir / "configs/shakespeare_char.toml").string();
     const RunConfig s = load_config(shakespeare_toml, {"data.path=" + text});
@@ -171,7 +167,7 @@ TEST_CASE("the shipped configs load", "[config]") {
 }
 
 TEST_CASE("Overrides with --set are parsed as TOML values and type-checked", "[config]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_config");
     const std::string file = dir.write("run.toml", with_corpus("[train]\nsteps = 10\n"));
     const RunConfig c = load_config(file,
                                     {"train.steps=200", "optim.lr=3e-4", "optim.min_lr = 0", "optim.beta1=0",
@@ -203,7 +199,7 @@ TEST_CASE("Overrides with --set are parsed as TOML values and type-checked", "[c
 }
 
 TEST_CASE("a malformed --set names itself and the nearest key", "[config]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_config");
     const std::string file = dir.write("run.toml", with_corpus(""));
     const std::string no_equals = error_of([&] { load_config(file, {"train.steps"}, false); });
     CHECK_THAT(no_equals, ContainsSubstring("--set train.steps: expected section.key=value"));
@@ -216,7 +212,7 @@ TEST_CASE("a malformed --set names itself and the nearest key", "[config]") {
 }
 
 TEST_CASE("paths: from the file's directory, from the working directory with --set", "[config]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_config");
     dir.write("configs/run.toml", "[data]\ntrain_path = \"../corpus/train.txt\"\nval_path = \"/abs/val.txt\"\n");
     WorkingDirectory inside(dir.path);
     const RunConfig c = load_config("configs/run.toml", {}, false);
@@ -228,7 +224,7 @@ TEST_CASE("paths: from the file's directory, from the working directory with --s
 }
 
 TEST_CASE("unknown keys and sections suggest the nearest key", "[config]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_config");
     struct Case {
         std::string text, where, key, suggestion;
     };
@@ -259,7 +255,7 @@ TEST_CASE("unknown keys and sections suggest the nearest key", "[config]") {
 }
 
 TEST_CASE("values of the wrong type are rejected", "[config]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_config");
     struct Case {
         std::string text, where, message;
     };
@@ -287,7 +283,7 @@ TEST_CASE("values of the wrong type are rejected", "[config]") {
 }
 
 TEST_CASE("impossible values name their key and line", "[config]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_config");
     struct Case {
         std::string text, key, expected;
     };
@@ -334,7 +330,7 @@ TEST_CASE("impossible values name their key and line", "[config]") {
 }
 
 TEST_CASE("TOML syntax errors and duplicate keys give file, line and toml++'s reason", "[config]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_config");
     const std::string broken = dir.write("broken.toml", "[train\nsteps = 10\n");
     const std::string message = error_of([&] { load_config(broken, {}, false); });
     CHECK_THAT(message, ContainsSubstring(broken + ":1:"));
@@ -347,14 +343,14 @@ TEST_CASE("TOML syntax errors and duplicate keys give file, line and toml++'s re
 }
 
 TEST_CASE("a missing config file is an InputError naming it", "[config]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_config");
     const std::string missing = (dir.path / "nowhere.toml").string();
     const std::string message = error_of([&] { load_config(missing); });
     CHECK_THAT(message, ContainsSubstring(missing + ": no such config file"));
 }
 
 TEST_CASE("the corpus: one of path or train_path + val_path, and the files must exist", "[config]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_config");
     auto error_for = [&](const std::string& text, bool check_files = false) {
         const std::string file = dir.write("data.toml", text);
         return error_of([&] { load_config(file, {}, check_files); });
@@ -381,7 +377,7 @@ TEST_CASE("the corpus: one of path or train_path + val_path, and the files must 
 }
 
 TEST_CASE("config_to_toml round-trips through load_config", "[config]") {
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_config");
     WorkingDirectory inside(dir.path);
     RunConfig c = unusual_config();
 

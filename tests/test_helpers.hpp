@@ -14,6 +14,9 @@
 
 namespace tinyformer::testing {
 
+// The source tree (CMake defines it for the test executables): the shipped configs and corpus.
+inline const std::string kSource = TINYFORMER_SOURCE_DIR;
+
 // Makes `backend` the current one for a scope; the reference backend is current again after.
 struct BackendScope {
     explicit BackendScope(std::unique_ptr<Backend> backend) { set_backend(std::move(backend)); }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "test_helpers.hpp"
 #include "tinyformer/autograd.hpp"
 #include "tinyformer/checkpoint.hpp"
 #include "tinyformer/config.hpp"
@@ -30,7 +31,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kSource = TINYFORMER_SOURCE_DIR;
+using tinyformer::testing::kSource;
 const std::u32string kStory = U"小丁拿着红色的苹果。谁拿着苹果？小丁。";
 const std::u32string kVocabText = U"小丁拿着红色的苹果。谁拿？阿芳蓝";
 

@@ -27,11 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kSource = TINYFORMER_SOURCE_DIR;
-
-struct TempDir : testing::TempDir {
-    TempDir() : testing::TempDir("tinyformer_test_training_roles") {}
-};
+using tinyformer::testing::kSource;
 
 // Training logs at info level; the tests keep their output to failures.
 struct QuietLog {
@@ -146,7 +142,7 @@ TEST_CASE("training_roles records answer_sources' span share and probe_accuracy 
 TEST_CASE("train records roles at every evaluation with probes, none without, and trains the same either way",
           "[training_roles]") {
     const QuietLog quiet;
-    TempDir with_probes, without_probes;
+    testing::TempDir with_probes("tinyformer_test_training_roles"), without_probes("tinyformer_test_training_roles");
     RunConfig config = tiny_config();  // 40 steps, evaluations at 20 and 40, log rows every 10
     const nlohmann::json summary = train({config, with_probes.path.string()});
     const std::vector<nlohmann::json> rows = read_metrics_rows((with_probes.path / "metrics.jsonl").string());
@@ -185,7 +181,7 @@ TEST_CASE("train records roles at every evaluation with probes, none without, an
 
 TEST_CASE("a resumed run keeps the roles rows before its step and records its own", "[training_roles]") {
     const QuietLog quiet;
-    TempDir run;
+    testing::TempDir run("tinyformer_test_training_roles");
     RunConfig config = tiny_config();
     config.train.steps = 20;  // evaluates at 20 and stops
     train({config, run.path.string()});
@@ -263,7 +259,7 @@ TEST_CASE("the report draws a chart per kind: a line per head and the accuracy d
     REQUIRE(training != std::string::npos);
     REQUIRE(roles != std::string::npos);
     CHECK(training < roles);
-    TempDir dir;
+    testing::TempDir dir("tinyformer_test_training_roles");
     CHECK(xmllint(report, dir.path) == 0);
     context.metrics.clear();
     CHECK(report_html(maps, InspectResult{}, context).find("How the roles formed") == std::string::npos);

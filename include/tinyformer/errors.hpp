@@ -13,4 +13,9 @@ struct InputError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// Throws the one-line InputError "<where>: <what>, expected <expected>".
+[[noreturn]] inline void reject(const std::string& where, const std::string& what, const std::string& expected) {
+    throw InputError(where + ": " + what + ", expected " + expected);
+}
+
 }  // namespace tinyformer

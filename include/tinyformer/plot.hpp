@@ -24,5 +24,7 @@ std::string xml_escape(const std::string& text);
 
 // value with `digits` decimals (printf's %.*f), for figures in reports and charts.
 std::string fixed(double value, int digits = 2);
+// share (0.25) as a percentage with `digits` decimals: "25 %".
+std::string percent(double share, int digits = 0);
 
 }  // namespace tinyformer

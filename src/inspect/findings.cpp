@@ -19,8 +19,6 @@ constexpr double kPatternShare = 0.4;
 constexpr double kSourceShare = 0.3;
 constexpr double kNeededPoints = 10.0;
 
-std::string percent(double share) { return fixed(100 * share, 0) + " %"; }
-
 // What an answer kind's answer is, in words.
 std::string answer_of(const std::string& kind) {
     if (kind == "who") return "the name";

@@ -20,7 +20,6 @@ std::string signed_fixed(double value, int digits = 3) {
     std::snprintf(buffer, sizeof buffer, "%+.*f", digits, value);
     return buffer;
 }
-std::string percent(double share) { return fixed(100 * share, 1) + " %"; }
 std::string head_name(int64_t l, int64_t h) { return "L" + std::to_string(l) + "H" + std::to_string(h); }
 // A table cell; `strong` marks a number that clears the bar the findings use.
 std::string td(const std::string& text, bool strong = false) {
@@ -62,7 +61,7 @@ std::string report_html(const AttentionMaps& maps, const InspectResult& result, 
                 ").";
     if (result.has_probes)
         html += "<br/>Probes: " + xml_escape(context.probes_name) + " (" + std::to_string(result.probes.correct) + "/" +
-                std::to_string(result.probes.total) + " correct, " + percent(result.probes.accuracy()) + ").";
+                std::to_string(result.probes.total) + " correct, " + percent(result.probes.accuracy(), 1) + ").";
     html += "</p>\n";
     for (const std::string& note : context.notes) html += "<p class=\"meta\">Note: " + xml_escape(note) + "</p>\n";
 
@@ -147,7 +146,7 @@ std::string report_html(const AttentionMaps& maps, const InspectResult& result, 
         html += "</tr>\n<tr>" + td("(none)");
         for (int m = 0; m < (result.has_text ? 2 : 1); ++m) {
             if (result.has_text) html += td(fixed(result.val_loss, 4));
-            for (const auto& [kind, counts] : result.probes.by_kind) html += td(percent(result.probes.accuracy(kind)));
+            for (const auto& [kind, counts] : result.probes.by_kind) html += td(percent(result.probes.accuracy(kind), 1));
         }
         html += "</tr>\n";
         for (const HeadReport& head : result.heads) {
@@ -158,7 +157,7 @@ std::string report_html(const AttentionMaps& maps, const InspectResult& result, 
                     html += td(fixed(effect->val_loss, 4) + " (" + signed_fixed(effect->val_loss - result.val_loss) + ")");
                 for (const auto& [kind, counts] : result.probes.by_kind) {
                     const double drop = result.probes.accuracy(kind) - effect->probes.accuracy(kind);
-                    html += td(percent(effect->probes.accuracy(kind)), 100 * drop >= 10);
+                    html += td(percent(effect->probes.accuracy(kind), 1), 100 * drop >= 10);
                 }
             }
             html += "</tr>\n";

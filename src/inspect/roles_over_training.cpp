@@ -37,7 +37,6 @@ size_t largest_rise(const std::vector<std::pair<double, double>>& points) {
 }
 
 std::string step_text(double step) { return std::to_string(static_cast<long long>(step)); }
-std::string percent(double share) { return fixed(100 * share, 0) + " %"; }
 
 // "L1H1 reads this answer's place most at the last evaluation (step 500: 0.72); its share rose
 // most from step 100 to 200 (0.10 → 0.55) and first reached 0.30 at step 200. The who accuracy
