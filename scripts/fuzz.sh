@@ -14,8 +14,9 @@ dir=build-fuzz
 
 echo "== $dir: configure, build (clang++, libFuzzer + ASan + UBSan) =="
 mkdir -p "$dir/artifacts"
+# shellcheck disable=SC2086  # TINYFORMER_BUILD_OPTIONS: more cmake options (test.sh: unity, ccache)
 cmake -S . -B "$dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-  -DTINYFORMER_FUZZ=ON -DTINYFORMER_TESTS=OFF >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
+  -DTINYFORMER_FUZZ=ON -DTINYFORMER_TESTS=OFF ${TINYFORMER_BUILD_OPTIONS:-} >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
 cmake --build "$dir" -j "$(nproc)" --target fuzz_checkpoint fuzz_config || exit 1
 
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

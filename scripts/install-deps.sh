@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tinyformer needs, if any are missing (with --fuzz, also those
 # scripts/fuzz.sh needs; with --browser, those of the explorer's browser test; with
-# --packaging, those that build and check the .deb, the man page and the completions), on Debian 12
+# --packaging, those that build and check the .deb, the man page and the completions; with
+# --ccache, the compiler cache scripts/test.sh builds through), on Debian 12
 # (bookworm) or 13 (trixie); without recommends, so that what is installed is exactly what
 # is listed. Runs `apt-get update` only when an install cannot find a package without it (a
 # fresh machine has no package lists yet).
@@ -27,7 +28,9 @@ for option in "$@"; do
     # generator picks out with `file`; man renders the man page and zsh runs the zsh
     # completion in the tests (objdump and strings come with g++'s binutils).
     --packaging) packages+=(dpkg-dev file man-db zsh) ;;
-    *) echo "install-deps.sh: unknown option $option (expected --fuzz, --browser or --packaging)" >&2; exit 2 ;;
+    # scripts/test.sh compiles through ccache, whose cache a later run on the machine reuses.
+    --ccache) packages+=(ccache) ;;
+    *) echo "install-deps.sh: unknown option $option (expected --fuzz, --browser, --packaging or --ccache)" >&2; exit 2 ;;
   esac
 done
 

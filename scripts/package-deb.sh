@@ -14,10 +14,15 @@ cd "$(dirname "$0")/.."
 dir=${1:-build-deb}
 scripts/install-deps.sh --packaging >&2
 mkdir -p "$dir"
+# Only what is packaged and the parity tests' one file are built (not the whole suite):
+# CMAKE_SKIP_INSTALL_ALL_DEPENDENCY keeps cpack from building `all` first.
+# TINYFORMER_BUILD_OPTIONS: more cmake options (scripts/test.sh: unity batches, ccache).
+# shellcheck disable=SC2086
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DTINYFORMER_NATIVE=OFF -DTINYFORMER_TESTS=ON \
-  -DCMAKE_INSTALL_PREFIX=/usr >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log" >&2; exit 1; }
-cmake --build "$dir" -j "$(nproc)" >&2
-"$dir/tests/tinyformer_tests" "[parity]" >&2 || { echo "package-deb: the portable build fails the parity tests" >&2; exit 1; }
+  -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON ${TINYFORMER_BUILD_OPTIONS:-} \
+  >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log" >&2; exit 1; }
+cmake --build "$dir" -j "$(nproc)" --target tinyformer tinyformer_docs tinyformer_parity_tests >&2
+"$dir/tests/tinyformer_parity_tests" "[parity]" >&2 || { echo "package-deb: the portable build fails the parity tests" >&2; exit 1; }
 rm -f "$dir"/tinyformer_*.deb
 (cd "$dir" && cpack -G DEB >cpack.log 2>&1) || { cat "$dir/cpack.log" >&2; exit 1; }
 deb=$(ls "$dir"/tinyformer_*.deb)

@@ -6,8 +6,11 @@
 # only build and test. A clone of HEAD goes in, and `scripts/test.sh --release` runs there.
 # If Debian's package registry cannot be reached, the step prints one line saying it was
 # skipped and why, and exits 0; a failure to build or test exits 1.
+# With STAGES_FILE set (.ci/run), its stages and their seconds are appended there, each
+# named "Debian 13: ...": making or updating the root, then those of test.sh inside it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+started=$(date +%s)
 release=${1:-trixie}
 [[ $(id -u) -eq 0 ]] || { echo "test-on-release: skipped: needs root (debootstrap, chroot, mount)"; exit 0; }
 source scripts/lib/debian-root.sh
@@ -37,5 +40,11 @@ debian_root_run "$root" "timeout 300 apt-get update -q" >"$debian_root_cache/$re
 
 rm -rf --one-file-system "$root/root/tinyformer"
 git clone -q . "$root/root/tinyformer" || exit 1
+release_name="Debian $(cut -d. -f1 "$root/etc/debian_version")"
+[[ -n "${STAGES_FILE:-}" ]] &&
+  printf '%s: root made or updated, clone\t%s\tok\n' "$release_name" "$(($(date +%s) - started))" >>"$STAGES_FILE"
 echo "== Debian $release ($(cat "$root/etc/debian_version")): scripts/test.sh --release in $root, tinyformer $(git rev-parse --short HEAD)"
 debian_root_run "$root" "cd /root/tinyformer && scripts/test.sh --release"
+code=$?
+[[ -n "${STAGES_FILE:-}" ]] && sed "s/^/$release_name: /" "$root/root/tinyformer/build/stages.tsv" >>"$STAGES_FILE"
+exit $code
