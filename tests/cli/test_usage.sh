@@ -42,22 +42,23 @@ march=(); build="Release, portable (no -march)"
 [[ "$version" == *"-march=native"* ]] && march=(-march=native) build="Release, -march=native"
 macros=$("${CXX:-c++}" "${march[@]}" -dM -E -x c++ /dev/null)
 has_macros() { local m; for m in "$@"; do grep -q "#define __${m}__ 1" <<<"$macros" || return 1; done; }
-built=()
-has_macros SSE4_2 SSSE3 POPCNT && built+=(SSE4.2)
-has_macros AVX2 && built+=(AVX2)
-has_macros FMA && built+=(FMA)
-has_macros AVX512F AVX512BW AVX512CD AVX512DQ AVX512VL && built+=(AVX-512)
-has_macros AVX512BF16 && built+=(AVX512-BF16)
+flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+has_flags() {  # the same names as /proc/cpuinfo spells them: lower case, avx512_bf16
+  local m f; for m in "$@"; do f=${m,,}; f=${f/avx512bf16/avx512_bf16}; [[ $flags == *" $f "* ]] || return 1; done
+}
+sets_with() {  # sets_with TEST: the sets, in --version's words, whose every part TEST finds
+  local sets=()
+  $1 SSE4_2 SSSE3 POPCNT && sets+=(SSE4.2)
+  $1 AVX2 && sets+=(AVX2)
+  $1 FMA && sets+=(FMA)
+  $1 AVX512F AVX512BW AVX512CD AVX512DQ AVX512VL && sets+=(AVX-512)
+  $1 AVX512BF16 && sets+=(AVX512-BF16)
+  echo "${sets[*]}"
+}
+read -ra built <<<"$(sets_with has_macros)"
+read -ra cpu <<<"$(sets_with has_flags)"
 expect_in "$version" "($build) for $(describe_sets "${built[@]}")" \
   "--version names the instruction sets it was built for: $(describe_sets "${built[@]}")"
-flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
-has_flags() { local f; for f in "$@"; do [[ $flags == *" $f "* ]] || return 1; done; }
-cpu=()
-has_flags sse4_2 ssse3 popcnt && cpu+=(SSE4.2)
-has_flags avx2 && cpu+=(AVX2)
-has_flags fma && cpu+=(FMA)
-has_flags avx512f avx512bw avx512cd avx512dq avx512vl && cpu+=(AVX-512)
-has_flags avx512_bf16 && cpu+=(AVX512-BF16)
 expect_in "$version" "this CPU has $(describe_sets "${cpu[@]}")" "--version names this CPU's: $(describe_sets "${cpu[@]}")"
 
 # A run says what made it: summary.json and the checkpoint's metadata carry the same.
