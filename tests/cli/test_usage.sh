@@ -38,8 +38,8 @@ describe_sets() {  # describe_sets SSE4.2 AVX2 ... → "x86-64-v3 (SSE4.2 AVX2 F
   [[ $level == x86-64-v3 && $sets == *" AVX-512 "* ]] && level=x86-64-v4
   echo "$level (${*:-SSE2})"
 }
-march=(); build="Release, portable (no -march)"
-[[ "$version" == *"-march=native"* ]] && march=(-march=native) build="Release, -march=native"
+march=(); build="portable (no -march)"  # after the build type: Release, Debug (the sanitizers' builds), ...
+[[ "$version" == *"-march=native"* ]] && march=(-march=native) build="-march=native"
 macros=$("${CXX:-c++}" "${march[@]}" -dM -E -x c++ /dev/null)
 has_macros() { local m; for m in "$@"; do grep -q "#define __${m}__ 1" <<<"$macros" || return 1; done; }
 flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
@@ -57,7 +57,7 @@ sets_with() {  # sets_with TEST: the sets, in --version's words, whose every par
 }
 read -ra built <<<"$(sets_with has_macros)"
 read -ra cpu <<<"$(sets_with has_flags)"
-expect_in "$version" "($build) for $(describe_sets "${built[@]}")" \
+expect_in "$version" ", $build) for $(describe_sets "${built[@]}")" \
   "--version names the instruction sets it was built for: $(describe_sets "${built[@]}")"
 expect_in "$version" "this CPU has $(describe_sets "${cpu[@]}")" "--version names this CPU's: $(describe_sets "${cpu[@]}")"
 
