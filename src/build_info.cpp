@@ -39,7 +39,7 @@ BuildInfo build_info() {
     info.onednn = std::to_string(loaded->major) + "." + std::to_string(loaded->minor) + "." +
                   std::to_string(loaded->patch);
     info.onednn_isa = onednn::isa_name(dnnl::get_effective_cpu_isa());
-    // This file is compiled with the same -march as every other, so its macros are the binary's.
+    // cpu_features.cpp is compiled with the same -march as every other file: its macros are the binary's.
     info.built_for = describe(compiled_for());
     info.cpu = describe(this_cpu());
     info.cpu_lacks = missing(compiled_for(), this_cpu());
