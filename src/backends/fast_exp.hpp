@@ -7,7 +7,7 @@
 // by value is passed in one AVX-512 register when the file is built with AVX-512 and in
 // memory when not (GCC's -Wpsabi note), so two files built for different instruction sets
 // (kernels dispatched at run time) would disagree on the call. The march check
-// (tests/march_check.cmake, ctest build.march_*) compiles the kernel files for x86-64-v2, v3
+// (tests/CMakeLists.txt, ctest build.march_*) compiles the kernel files for x86-64-v2, v3
 // and v4 with -Werror, and fails if such a function appears.
 //
 // exp(x) = 2^n · exp(r) with n = round(x / ln 2) and r = x - n·ln 2 in [-ln2/2, ln2/2];
