@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tinyformer needs, if any are missing (with --fuzz, clang and
-# the runtimes that scripts/fuzz.sh and the ASan+UBSan suite need; with --browser, those of the explorer's browser test; with
+# Installs the Debian packages tinyformer needs, if any are missing (with --fuzz, also those
+# scripts/fuzz.sh needs; with --browser, those of the explorer's browser test; with
 # --packaging, those that build and check the .deb, the man page and the completions; with
 # --ccache, the compiler cache scripts/test.sh builds through), on Debian 12
 # (bookworm) or 13 (trixie); without recommends, so that what is installed is exactly what
