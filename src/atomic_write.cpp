@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tinyformer/checkpoint.hpp"
@@ -72,24 +73,20 @@ void remove_stale_temporaries(const std::string& directory) {
     }
 }
 
-void write_file_atomic(const std::string& path, std::string_view bytes) {
-    write_file_atomic(path, std::vector<std::string_view>{bytes});
-}
-
-void write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces) {
+StagedFile::StagedFile(const std::string& path, const std::vector<std::string_view>& pieces) : path_(path) {
     const std::filesystem::path target(path);
-    const std::string directory = target.has_parent_path() ? target.parent_path().string() : ".";
+    directory_ = target.has_parent_path() ? target.parent_path().string() : ".";
     std::string temporary_name = ".";  // ".model.safetensors.tmp.1234", hidden, and ours alone
     temporary_name += target.filename().string();
     temporary_name += ".tmp." + std::to_string(::getpid());
-    const std::string temporary = (std::filesystem::path(directory) / temporary_name).string();
+    temporary_ = (std::filesystem::path(directory_) / temporary_name).string();
 
     auto give_up = [&](const std::string& what, int error) {
-        ::unlink(temporary.c_str());
-        fail(path, what, error);
+        ::unlink(temporary_.c_str());
+        fail(path_, what, error);
     };
 
-    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int fd = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) give_up("cannot write", errno);
     bool written = true;
     for (std::string_view piece : pieces) written = written && write_all(fd, piece);
@@ -99,8 +96,29 @@ void write_file_atomic(const std::string& path, const std::vector<std::string_vi
         give_up("cannot write", error);
     }
     if (::close(fd) != 0) give_up("cannot write", errno);
-    if (::rename(temporary.c_str(), path.c_str()) != 0) give_up("cannot replace", errno);
-    sync_directory(directory, path);
+}
+
+StagedFile::~StagedFile() {
+    if (!temporary_.empty()) ::unlink(temporary_.c_str());  // never committed: the old file stays
+}
+
+void StagedFile::commit() {
+    if (temporary_.empty()) throw std::logic_error(path_ + ": committed twice");
+    const std::string temporary = std::exchange(temporary_, std::string());
+    if (::rename(temporary.c_str(), path_.c_str()) != 0) {
+        const int error = errno;
+        ::unlink(temporary.c_str());
+        fail(path_, "cannot replace", error);
+    }
+    sync_directory(directory_, path_);
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+    write_file_atomic(path, std::vector<std::string_view>{bytes});
+}
+
+void write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces) {
+    StagedFile(path, pieces).commit();
 }
 
 }  // namespace tinyformer

@@ -154,6 +154,11 @@ uint64_t metadata_integer(const std::string& path, const std::map<std::string, s
 
 void save_model(const std::string& path, const Transformer& model, const Vocabulary& vocab, const RunConfig& config,
                 int64_t step) {
+    stage_model(path, model, vocab, config, step).commit();
+}
+
+StagedFile stage_model(const std::string& path, const Transformer& model, const Vocabulary& vocab,
+                       const RunConfig& config, int64_t step) {
     if (vocab.size() != model.config().vocab_size)
         throw std::invalid_argument("save_model: vocabulary of " + std::to_string(vocab.size()) +
                                     " characters for a model with vocab_size " +
@@ -180,7 +185,7 @@ void save_model(const std::string& path, const Transformer& model, const Vocabul
         {"step", std::to_string(step)},
         {"made_by", build_info_json().dump()},  // tinyformer's version, oneDNN's, the compiler
     };
-    write_safetensors(path, tensors, metadata);
+    return stage_safetensors(path, tensors, metadata);
 }
 
 LoadedModel load_model(const std::string& path) {

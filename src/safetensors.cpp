@@ -216,12 +216,17 @@ std::string safetensors_bytes(const NamedTensors& tensors, const std::map<std::s
     return out;
 }
 
-void write_safetensors(const std::string& path, const NamedTensors& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+StagedFile stage_safetensors(const std::string& path, const NamedTensors& tensors,
+                             const std::map<std::string, std::string>& metadata) {
     const std::string header = safetensors_header(tensors, metadata);
     std::vector<std::string_view> pieces = {header};
     for (std::string_view data : tensor_bytes(tensors)) pieces.push_back(data);
-    write_file_atomic(path, pieces);
+    return StagedFile(path, pieces);
+}
+
+void write_safetensors(const std::string& path, const NamedTensors& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+    stage_safetensors(path, tensors, metadata).commit();
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {

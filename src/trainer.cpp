@@ -69,8 +69,9 @@ struct BatchDraws {
 
 // ---- the training state: everything a resumed run needs, in one file ----
 
-void save_train_state(const std::string& path, const Transformer& model, AdamW& adam, const BatchDraws& draws,
-                      const RunConfig& config, const std::string& corpus, int64_t step) {
+// train_state.safetensors, written and flushed but not yet in place (see save_checkpoint).
+StagedFile stage_train_state(const std::string& path, const Transformer& model, AdamW& adam, const BatchDraws& draws,
+                             const RunConfig& config, const std::string& corpus, int64_t step) {
     NamedTensors tensors;
     for (const auto& [name, p] : model.parameters().named()) tensors.emplace_back(name, p);
     tensors.emplace_back("optimizer.m", adam.first_moment());
@@ -87,7 +88,7 @@ void save_train_state(const std::string& path, const Transformer& model, AdamW& 
     if (draws.use_torch) metadata["rng.torch"] = draws.torch.state();
     else
         for (int i = 0; i < 4; ++i) metadata["rng." + std::to_string(i)] = std::to_string(draws.own.state[i]);
-    write_safetensors(path, tensors, metadata);
+    return stage_safetensors(path, tensors, metadata);
 }
 
 // Restores weights, moments, RNG and step from `path`; returns the step.
@@ -288,10 +289,18 @@ nlohmann::json train(const TrainOptions& options) {
     if (options.resume) spdlog::info("resumed at step {}/{}", step, total);
 
     int64_t saved_step = options.resume ? step : -1;  // the step of the checkpoint on disk
+    // A checkpoint is two files that change together. Both are written in full first (the
+    // larger, the training state, first: a full disk stops there and changes nothing). Then
+    // the model is renamed into place, then the training state. A kill between the two renames
+    // leaves the new model beside the previous state (or beside none, at the first
+    // checkpoint); a resume from that state computes the same model again. So wherever a
+    // train_state.safetensors is, a model.safetensors of its step or a later one is beside it.
     auto save_checkpoint = [&](int64_t at_step) {
         try {
-            save_train_state(state_path, model, adam, batch_draws, config, corpus_text, at_step);
-            save_model(model_path, model, corpus.vocab, config, at_step);
+            StagedFile state = stage_train_state(state_path, model, adam, batch_draws, config, corpus_text, at_step);
+            StagedFile weights = stage_model(model_path, model, corpus.vocab, config, at_step);
+            weights.commit();
+            state.commit();
         } catch (const std::runtime_error& e) {  // a full disk: say what survived
             throw std::runtime_error(std::string(e.what()) + "; " +
                                      (saved_step >= 0 ? "the checkpoint of step " + std::to_string(saved_step) +

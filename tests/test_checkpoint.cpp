@@ -393,6 +393,39 @@ TEST_CASE("write_file_atomic fails cleanly, naming the path, and leaves nothing 
     REQUIRE(fs::is_empty(dir.path / "taken"));
 }
 
+TEST_CASE("StagedFile changes nothing until commit, and an uncommitted one leaves no temporary", "[checkpoint]") {
+    testing::TempDir dir("tinyformer_test_checkpoint");
+    const std::string model = dir.file("model.safetensors"), state = dir.file("train_state.safetensors");
+    write_file_atomic(model, "old model");
+    write_file_atomic(state, "old state");
+    {
+        StagedFile staged_state(state, {"new ", "state"});
+        StagedFile staged_model(model, {"new model"});
+        // Both are written; neither has replaced its file yet.
+        REQUIRE(read_file(model) == "old model");
+        REQUIRE(read_file(state) == "old state");
+        REQUIRE(dir.entries().size() == 4);
+        staged_model.commit();
+        REQUIRE(read_file(model) == "new model");
+        REQUIRE(read_file(state) == "old state");
+        REQUIRE_THROWS_AS(staged_model.commit(), std::logic_error);
+    }  // staged_state goes uncommitted, as when the model's write fails
+    REQUIRE(read_file(state) == "old state");
+    REQUIRE(dir.entries() == std::set<std::string>{"model.safetensors", "train_state.safetensors"});
+
+    // A set whose second file cannot be written: the first, staged, is never committed.
+    const std::string unwritable = dir.file("no/such/dir/model.safetensors");
+    auto stage_both = [&] {
+        StagedFile staged_state(state, {"newer state"});
+        StagedFile staged_model(unwritable, {"newer model"});
+        staged_model.commit();
+        staged_state.commit();
+    };
+    REQUIRE_THROWS_WITH(stage_both(), StartsWith(unwritable + ": cannot write"));
+    REQUIRE(read_file(state) == "old state");
+    REQUIRE(dir.entries() == std::set<std::string>{"model.safetensors", "train_state.safetensors"});
+}
+
 TEST_CASE("remove_stale_temporaries removes what killed writers left, and nothing else", "[checkpoint]") {
     testing::TempDir dir("tinyformer_test_checkpoint");
     const std::string mine = ".model.safetensors.tmp." + std::to_string(::getpid());

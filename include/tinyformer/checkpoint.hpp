@@ -26,6 +26,28 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // The same, for a file made of several pieces written one after the other (a large file's
 // parts straight from where they live, never copied into one string first).
 void write_file_atomic(const std::string& path, const std::vector<std::string_view>& pieces);
+// write_file_atomic in two halves, for files that must change together. The constructor
+// writes and flushes the temporary (and throws, leaving `path` untouched, if it cannot);
+// commit() renames it over `path` and flushes the directory. A StagedFile destroyed
+// uncommitted removes its temporary. Write every file of a set first, then commit them:
+// a full disk then changes none of them.
+class StagedFile {
+public:
+    StagedFile(const std::string& path, const std::vector<std::string_view>& pieces);
+    StagedFile(StagedFile&& other) noexcept
+        : path_(std::move(other.path_)), directory_(std::move(other.directory_)),
+          temporary_(std::exchange(other.temporary_, std::string())) {}
+    StagedFile(const StagedFile&) = delete;
+    StagedFile& operator=(const StagedFile&) = delete;
+    StagedFile& operator=(StagedFile&&) = delete;
+    ~StagedFile();
+    void commit();
+
+private:
+    std::string path_;       // the file to replace
+    std::string directory_;  // its directory, flushed after the rename
+    std::string temporary_;  // ".<name>.tmp.<pid>" beside it; empty once committed
+};
 // Removes the temporaries that killed writers left in `directory` (".<name>.tmp.<pid>" whose
 // process is gone); the files they were replacing are intact. Errors are ignored.
 void remove_stale_temporaries(const std::string& directory);
@@ -49,6 +71,9 @@ std::string safetensors_header(const NamedTensors& tensors, const std::map<std::
 // itself: a checkpoint never needs a second copy of the weights and moments in memory.
 void write_safetensors(const std::string& path, const NamedTensors& tensors,
                        const std::map<std::string, std::string>& metadata);
+// The same, staged: written and flushed, not yet renamed over `path` (see StagedFile).
+StagedFile stage_safetensors(const std::string& path, const NamedTensors& tensors,
+                             const std::map<std::string, std::string>& metadata);
 // Reads and validates (header length against the file size, JSON, dtypes, shapes, offsets
 // in bounds, contiguous and non-overlapping, data size exact). Throws InputError
 // "<path>: <what>, expected <what>".
@@ -69,6 +94,9 @@ struct LoadedModel {
 // characters in id order) and step.
 void save_model(const std::string& path, const Transformer& model, const Vocabulary& vocab, const RunConfig& config,
                 int64_t step);
+// The same, staged, for the trainer: it commits the model and its training state together.
+StagedFile stage_model(const std::string& path, const Transformer& model, const Vocabulary& vocab,
+                       const RunConfig& config, int64_t step);
 // `path` is a .safetensors file or a run directory (then <dir>/model.safetensors). Checks
 // names, shapes against the config, the vocabulary against vocab_size, and that every
 // weight is finite. Throws InputError naming the file and what is wrong.
