@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tinyformer needs, if any are missing (with --fuzz, also those
-# scripts/fuzz.sh needs; with --browser, those of the explorer's browser test; with
-# --packaging, those that build and check the .deb, the man page and the completions; with
-# --ccache, the compiler cache scripts/test.sh builds through), on Debian 12
-# (bookworm) or 13 (trixie); without recommends, so that what is installed is exactly what
-# is listed. Runs `apt-get update` only when an install cannot find a package without it (a
-# fresh machine has no package lists yet).
+# Installs the Debian packages tinyformer needs, if any are missing (with --fuzz, clang and
+# the runtimes that scripts/fuzz.sh and the ASan+UBSan suite need; with --browser, those of
+# the explorer's browser test; with --packaging, those that build and check the .deb, the
+# man page and the completions; with --ccache, the compiler cache scripts/test.sh builds
+# through), on Debian 12 (bookworm) or 13 (trixie); without recommends, so that what is
+# installed is exactly what is listed. Runs `apt-get update` only when an install cannot
+# find a package without it (a fresh machine has no package lists yet).
 set -euo pipefail
 
 # The same names on both releases: Catch2 is v2 on Debian 12 and v3 on 13, oneDNN 2.6 and

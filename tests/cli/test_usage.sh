@@ -24,7 +24,7 @@ expect_in "$version" "dispatching to AVX" "--version names the instruction set o
 # ONEDNN_MAX_CPU_ISA lowers it, and --version must show what is in effect, not what the CPU has.
 isa_avx2=$(ONEDNN_MAX_CPU_ISA=AVX2 "$tf" --version)
 expect_in "$isa_avx2" "dispatching to AVX2 " "--version shows the ISA in effect under ONEDNN_MAX_CPU_ISA=AVX2"
-# The compiler that built it, as CMake found it (GCC, or clang where a build is made with it).
+# The compiler that built it, as CMake found it (GCC for Release, clang for the ASan suite).
 cxx=${TINYFORMER_CXX:?set TINYFORMER_CXX to the compiler of the build}
 case "${TINYFORMER_CXX_ID:-}" in
   GNU) compiler_name=GCC ;;
