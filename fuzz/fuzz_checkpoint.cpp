@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "scratch_file.hpp"
-#include "tinyformer/checkpoint.hpp"
-#include "tinyformer/errors.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/checkpoint.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string path = tinyformer::fuzz::write_scratch_file("model.safetensors", data, size);

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "scratch_file.hpp"
-#include "tinyformer/config.hpp"
-#include "tinyformer/errors.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string input(reinterpret_cast<const char*>(data), size);

@@ -2,8 +2,8 @@
 // and freeing the graph.
 #include "catch.hpp"
 
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/ops.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/ops.hpp"
 
 using namespace tinyformer;
 

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "tinyformer/backend.hpp"
-#include "tinyformer/model.hpp"
-#include "tinyformer/ops.hpp"
-#include "tinyformer/rng.hpp"
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/ops.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/model/model.hpp"
 
 using namespace tinyformer;
 using tinyformer::testing::BackendScope;
@@ -289,7 +289,7 @@ TEST_CASE("the oneDNN backend repeats its results to the bit", "[parity]") {
     }
 }
 
-#include "../src/backends/fast_exp.hpp"
+#include "../src/engine/backends/fast_exp.hpp"
 
 TEST_CASE("the backend's vectorised exp is within 2 ulp of libm's over float's range", "[parity][exp]") {
     double worst = 0;

@@ -18,11 +18,11 @@
 #include <limits>
 #include <vector>
 
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/backend.hpp"
-#include "tinyformer/bf16.hpp"
-#include "tinyformer/ops.hpp"
-#include "tinyformer/rng.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/bf16.hpp"
+#include "tinyformer/engine/ops.hpp"
+#include "tinyformer/engine/rng.hpp"
 
 using namespace tinyformer;
 using tinyformer::testing::BackendScope;

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "tinyformer/checkpoint.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/rng.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/checkpoint.hpp"
 
 using namespace tinyformer;
 using Catch::Matchers::StartsWith;

@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "tinyformer/circuits.hpp"
-#include "tinyformer/circuits_report.hpp"
-#include "tinyformer/heatmap.hpp"
-#include "tinyformer/inspect_report.hpp"
-#include "tinyformer/patching_report.hpp"
-#include "tinyformer/rng.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/inspect/circuits.hpp"
+#include "tinyformer/inspect/circuits_report.hpp"
+#include "tinyformer/inspect/heatmap.hpp"
+#include "tinyformer/inspect/inspect_report.hpp"
+#include "tinyformer/inspect/patching_report.hpp"
 
 using namespace tinyformer;
 using tinyformer::testing::set_parameter;

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "tinyformer/config.hpp"
-#include "tinyformer/errors.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/config.hpp"
 
 using namespace tinyformer;
 namespace fs = std::filesystem;

@@ -3,9 +3,9 @@
 #include "catch.hpp"
 #include <cmath>
 
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/decoder.hpp"
-#include "tinyformer/rng.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/model/decoder.hpp"
 
 using namespace tinyformer;
 

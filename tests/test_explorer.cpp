@@ -7,12 +7,12 @@
 #include <thread>
 
 #include "test_helpers.hpp"
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/backend.hpp"
-#include "tinyformer/checkpoint.hpp"
-#include "tinyformer/explorer.hpp"
-#include "tinyformer/explorer_api.hpp"
-#include "tinyformer/rng.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/explore/explorer.hpp"
+#include "tinyformer/explore/explorer_api.hpp"
+#include "tinyformer/train/checkpoint.hpp"
 
 using namespace tinyformer;
 using nlohmann::json;

@@ -2,10 +2,10 @@
 #include "catch.hpp"
 #include <set>
 
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/backend.hpp"
-#include "tinyformer/gradcheck.hpp"
-#include "tinyformer/ops.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/ops.hpp"
+#include "tinyformer/model/gradcheck.hpp"
 
 using namespace tinyformer;
 

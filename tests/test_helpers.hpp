@@ -9,8 +9,8 @@
 #include <set>
 #include <string>
 
-#include "tinyformer/backend.hpp"
-#include "tinyformer/model.hpp"
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/model/model.hpp"
 
 namespace tinyformer::testing {
 

@@ -15,16 +15,16 @@
 #include <vector>
 
 #include "test_helpers.hpp"
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/checkpoint.hpp"
-#include "tinyformer/config.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/evaluate.hpp"
-#include "tinyformer/heatmap.hpp"
-#include "tinyformer/inspect.hpp"
-#include "tinyformer/inspect_report.hpp"
-#include "tinyformer/npy.hpp"
-#include "tinyformer/sampler.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/inspect/heatmap.hpp"
+#include "tinyformer/inspect/inspect.hpp"
+#include "tinyformer/inspect/inspect_report.hpp"
+#include "tinyformer/inspect/npy.hpp"
+#include "tinyformer/model/sampler.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/checkpoint.hpp"
+#include "tinyformer/train/config.hpp"
+#include "tinyformer/train/evaluate.hpp"
 
 using namespace tinyformer;
 namespace fs = std::filesystem;

@@ -7,14 +7,14 @@
 #include <random>
 
 #include "test_helpers.hpp"
-#include "tinyformer/checkpoint.hpp"
-#include "tinyformer/dataset.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/evaluate.hpp"
-#include "tinyformer/prepared_data.hpp"
-#include "tinyformer/text.hpp"
-#include "tinyformer/text_file.hpp"
-#include "tinyformer/trainer.hpp"
+#include "tinyformer/data/dataset.hpp"
+#include "tinyformer/data/prepared_data.hpp"
+#include "tinyformer/data/text.hpp"
+#include "tinyformer/data/text_file.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/checkpoint.hpp"
+#include "tinyformer/train/evaluate.hpp"
+#include "tinyformer/train/trainer.hpp"
 
 using namespace tinyformer;
 using tinyformer::testing::TempDir;

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "tinyformer/attention.hpp"
-#include "tinyformer/model.hpp"
-#include "tinyformer/ops.hpp"
-#include "tinyformer/rng.hpp"
+#include "tinyformer/engine/ops.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/model/attention.hpp"
+#include "tinyformer/model/model.hpp"
 
 using namespace tinyformer;
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tinyformer/lesson.hpp"
-#include "tinyformer/lesson_page.hpp"
+#include "tinyformer/lesson/lesson.hpp"
+#include "tinyformer/lesson/lesson_page.hpp"
 
 using namespace tinyformer;
 

@@ -7,12 +7,12 @@
 #include <cstring>
 
 #include "test_helpers.hpp"
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/backend.hpp"
-#include "tinyformer/buffer_pool.hpp"
-#include "tinyformer/model.hpp"
-#include "tinyformer/ops.hpp"
-#include "tinyformer/rng.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/buffer_pool.hpp"
+#include "tinyformer/engine/ops.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/model/model.hpp"
 
 using namespace tinyformer;
 using tinyformer::testing::BackendScope;

@@ -2,10 +2,10 @@
 // frees activations as it passes them.
 #include "catch.hpp"
 
-#include "tinyformer/buffer_pool.hpp"
-#include "tinyformer/model.hpp"
-#include "tinyformer/optim.hpp"
-#include "tinyformer/rng.hpp"
+#include "tinyformer/engine/buffer_pool.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/model/model.hpp"
+#include "tinyformer/train/optim.hpp"
 
 using namespace tinyformer;
 

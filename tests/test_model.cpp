@@ -2,9 +2,9 @@
 #include "catch.hpp"
 #include <cmath>
 
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/model.hpp"
-#include "tinyformer/ops.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/ops.hpp"
+#include "tinyformer/model/model.hpp"
 
 using namespace tinyformer;
 

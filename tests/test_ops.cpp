@@ -2,7 +2,7 @@
 #include "catch.hpp"
 #include <cmath>
 
-#include "tinyformer/ops.hpp"
+#include "tinyformer/engine/ops.hpp"
 
 using namespace tinyformer;
 

@@ -2,7 +2,7 @@
 #include "catch.hpp"
 #include <cmath>
 
-#include "tinyformer/optim.hpp"
+#include "tinyformer/train/optim.hpp"
 
 using namespace tinyformer;
 

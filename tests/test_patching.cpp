@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "tinyformer/patching.hpp"
-#include "tinyformer/patching_report.hpp"
-#include "tinyformer/rng.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/inspect/patching.hpp"
+#include "tinyformer/inspect/patching_report.hpp"
 
 using namespace tinyformer;
 using tinyformer::testing::set_parameter;

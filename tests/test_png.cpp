@@ -10,8 +10,8 @@
 #include <tuple>
 #include <vector>
 
-#include "tinyformer/heatmap.hpp"
-#include "tinyformer/png.hpp"
+#include "tinyformer/inspect/heatmap.hpp"
+#include "tinyformer/inspect/png.hpp"
 
 using namespace tinyformer;
 

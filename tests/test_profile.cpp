@@ -2,9 +2,9 @@
 // what the model really runs.
 #include "catch.hpp"
 
-#include "tinyformer/model.hpp"
-#include "tinyformer/profiling.hpp"
-#include "tinyformer/rng.hpp"
+#include "tinyformer/engine/profiling.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/model/model.hpp"
 
 using namespace tinyformer;
 

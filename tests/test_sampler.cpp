@@ -2,9 +2,9 @@
 #include "catch.hpp"
 #include <cmath>
 
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/sampler.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/model/sampler.hpp"
+#include "tinyformer/support/errors.hpp"
 
 using namespace tinyformer;
 

@@ -2,7 +2,7 @@
 // the command line and the config loader use them.
 #include "catch.hpp"
 
-#include "tinyformer/suggest.hpp"
+#include "tinyformer/support/suggest.hpp"
 
 using namespace tinyformer;
 

@@ -7,10 +7,10 @@
 #include <fstream>
 
 #include "test_helpers.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/inspect.hpp"
-#include "tinyformer/sweep.hpp"
-#include "tinyformer/sweep_report.hpp"
+#include "tinyformer/inspect/inspect.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/sweep/sweep.hpp"
+#include "tinyformer/sweep/sweep_report.hpp"
 
 using namespace tinyformer;
 using tinyformer::testing::TempDir;

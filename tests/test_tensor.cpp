@@ -1,7 +1,7 @@
 // The tensor handle: shapes, element types, views and copies.
 #include "catch.hpp"
 
-#include "tinyformer/tensor.hpp"
+#include "tinyformer/engine/tensor.hpp"
 
 using namespace tinyformer;
 

@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tinyformer/dataset.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/text.hpp"
+#include "tinyformer/data/dataset.hpp"
+#include "tinyformer/data/text.hpp"
+#include "tinyformer/support/errors.hpp"
 
 using namespace tinyformer;
 

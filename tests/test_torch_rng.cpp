@@ -9,9 +9,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "tinyformer/dataset.hpp"
-#include "tinyformer/model.hpp"
-#include "tinyformer/torch_rng.hpp"
+#include "tinyformer/data/dataset.hpp"
+#include "tinyformer/engine/torch_rng.hpp"
+#include "tinyformer/model/model.hpp"
 
 using namespace tinyformer;
 

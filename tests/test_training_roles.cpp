@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/config.hpp"
-#include "tinyformer/dataset.hpp"
-#include "tinyformer/inspect.hpp"
-#include "tinyformer/inspect_report.hpp"
-#include "tinyformer/plot.hpp"
-#include "tinyformer/trainer.hpp"
-#include "tinyformer/training_roles.hpp"
+#include "tinyformer/data/dataset.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/inspect/inspect.hpp"
+#include "tinyformer/inspect/inspect_report.hpp"
+#include "tinyformer/inspect/training_roles.hpp"
+#include "tinyformer/support/plot.hpp"
+#include "tinyformer/train/config.hpp"
+#include "tinyformer/train/trainer.hpp"
 
 using namespace tinyformer;
 namespace fs = std::filesystem;

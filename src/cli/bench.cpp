@@ -5,12 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "tinyformer/backend.hpp"
-#include "tinyformer/bench.hpp"
-#include "tinyformer/config.hpp"
-#include "tinyformer/dataset.hpp"
-#include "tinyformer/prepared_data.hpp"
-#include "tinyformer/errors.hpp"
+#include "tinyformer/data/dataset.hpp"
+#include "tinyformer/data/prepared_data.hpp"
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/bench.hpp"
+#include "tinyformer/train/config.hpp"
 
 namespace tinyformer::cli {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "tinyformer/config.hpp"
+#include "tinyformer/train/config.hpp"
 
 namespace tinyformer::cli {
 

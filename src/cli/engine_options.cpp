@@ -2,8 +2,8 @@
 #include <stdexcept>
 
 #include "commands.hpp"
-#include "tinyformer/backend.hpp"
-#include "tinyformer/errors.hpp"
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/support/errors.hpp"
 
 namespace tinyformer::cli {
 

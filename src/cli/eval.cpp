@@ -4,10 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "tinyformer/checkpoint.hpp"
-#include "tinyformer/dataset.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/evaluate.hpp"
+#include "tinyformer/data/dataset.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/checkpoint.hpp"
+#include "tinyformer/train/evaluate.hpp"
 
 namespace tinyformer::cli {
 

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "tinyformer/gradcheck.hpp"
+#include "tinyformer/model/gradcheck.hpp"
 
 namespace tinyformer::cli {
 

@@ -5,9 +5,9 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "tinyformer/checkpoint.hpp"
-#include "tinyformer/dataset.hpp"
-#include "tinyformer/errors.hpp"
+#include "tinyformer/data/dataset.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/checkpoint.hpp"
 
 namespace tinyformer::cli {
 

@@ -13,18 +13,18 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "tinyformer/checkpoint.hpp"
-#include "tinyformer/circuits.hpp"
-#include "tinyformer/circuits_report.hpp"
-#include "tinyformer/dataset.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/heatmap.hpp"
-#include "tinyformer/inspect.hpp"
-#include "tinyformer/inspect_report.hpp"
-#include "tinyformer/npy.hpp"
-#include "tinyformer/patching.hpp"
-#include "tinyformer/patching_report.hpp"
-#include "tinyformer/training_roles.hpp"
+#include "tinyformer/data/dataset.hpp"
+#include "tinyformer/inspect/circuits.hpp"
+#include "tinyformer/inspect/circuits_report.hpp"
+#include "tinyformer/inspect/heatmap.hpp"
+#include "tinyformer/inspect/inspect.hpp"
+#include "tinyformer/inspect/inspect_report.hpp"
+#include "tinyformer/inspect/npy.hpp"
+#include "tinyformer/inspect/patching.hpp"
+#include "tinyformer/inspect/patching_report.hpp"
+#include "tinyformer/inspect/training_roles.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 

@@ -8,10 +8,10 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "tinyformer/checkpoint.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/lesson.hpp"
-#include "tinyformer/lesson_page.hpp"
+#include "tinyformer/lesson/lesson.hpp"
+#include "tinyformer/lesson/lesson_page.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/checkpoint.hpp"
 
 namespace tinyformer::cli {
 

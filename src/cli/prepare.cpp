@@ -6,10 +6,10 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "tinyformer/config.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/prepared_data.hpp"
-#include "tinyformer/progress.hpp"
+#include "tinyformer/data/prepared_data.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/support/progress.hpp"
+#include "tinyformer/train/config.hpp"
 
 namespace tinyformer::cli {
 

@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "tinyformer/checkpoint.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/sampler.hpp"
+#include "tinyformer/model/sampler.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/checkpoint.hpp"
 
 namespace tinyformer::cli {
 

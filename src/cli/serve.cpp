@@ -3,7 +3,7 @@
 // The explorer: a web page, served from this binary, where a learner types a sentence and
 // sees every head's attention, switches heads off and samples (explorer_api.hpp is the JSON
 // API behind it). The HTTP server is Debian's cpp-httplib. The pages are compiled in
-// (src/serve/*.html, embedded by cmake/embed_asset.cmake): no file is read on a request, so
+// (src/explore/*.html, embedded by cmake/embed_asset.cmake): no file is read on a request, so
 // no request path can reach the disk, and nothing is fetched from the network.
 //
 // Each request runs on one of the server's worker threads (--threads of them) with its own
@@ -22,13 +22,13 @@
 #include <thread>
 
 #include "commands.hpp"
-#include "tinyformer/backend.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/explorer_api.hpp"
-#include "tinyformer/lesson_page.hpp"
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/explore/explorer_api.hpp"
+#include "tinyformer/lesson/lesson_page.hpp"
+#include "tinyformer/support/errors.hpp"
 
 namespace tinyformer::assets {
-extern const std::string_view explorer_html;  // src/serve/explorer.html
+extern const std::string_view explorer_html;  // src/explore/explorer.html
 }
 
 namespace tinyformer::cli {

@@ -11,12 +11,12 @@
 #include <thread>
 
 #include "commands.hpp"
-#include "tinyformer/config.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/sweep.hpp"
-#include "tinyformer/sweep_report.hpp"
-#include "tinyformer/sweep_runner.hpp"
-#include "tinyformer/trainer.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/sweep/sweep.hpp"
+#include "tinyformer/sweep/sweep_report.hpp"
+#include "tinyformer/sweep/sweep_runner.hpp"
+#include "tinyformer/train/config.hpp"
+#include "tinyformer/train/trainer.hpp"
 
 namespace tinyformer::cli {
 

@@ -3,9 +3,9 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "tinyformer/config.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/trainer.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/train/config.hpp"
+#include "tinyformer/train/trainer.hpp"
 
 namespace tinyformer::cli {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "commands.hpp"
-#include "tinyformer/config.hpp"
-#include "tinyformer/suggest.hpp"
+#include "tinyformer/support/suggest.hpp"
+#include "tinyformer/train/config.hpp"
 
 namespace tinyformer::cli {
 namespace {

@@ -3,9 +3,9 @@
 // validation text ("mean ablation", which keeps the head's average contribution and removes
 // only what depends on where it reads) — and the validation loss and probes are scored again.
 #include "text_windows.hpp"
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/inspect.hpp"
-#include "tinyformer/ops.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/ops.hpp"
+#include "tinyformer/inspect/inspect.hpp"
 
 namespace tinyformer {
 

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <map>
 
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/inspect.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/inspect/inspect.hpp"
 
 namespace tinyformer {
 

@@ -1,9 +1,9 @@
 // Capturing every head's attention on one text, and checking it is a causal attention map.
 #include <cmath>
 
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/errors.hpp"
-#include "tinyformer/inspect.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/inspect/inspect.hpp"
+#include "tinyformer/support/errors.hpp"
 
 namespace tinyformer {
 

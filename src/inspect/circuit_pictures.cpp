@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "tinyformer/circuits_report.hpp"
-#include "tinyformer/heatmap.hpp"
-#include "tinyformer/plot.hpp"
+#include "tinyformer/inspect/circuits_report.hpp"
+#include "tinyformer/inspect/heatmap.hpp"
+#include "tinyformer/support/plot.hpp"
 
 namespace tinyformer {
 

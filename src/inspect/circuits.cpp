@@ -1,12 +1,12 @@
 // Weight-only circuits: the formulas of circuits.hpp, one function each, in float64.
-#include "tinyformer/circuits.hpp"
+#include "tinyformer/inspect/circuits.hpp"
 
 #include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
 #include <complex>
 
-#include "tinyformer/rng.hpp"
+#include "tinyformer/engine/rng.hpp"
 
 namespace tinyformer {
 

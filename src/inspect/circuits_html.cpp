@@ -3,10 +3,10 @@
 // the random baseline. XHTML, pictures inlined, nothing fetched.
 #include <cstdio>
 
-#include "tinyformer/circuits_report.hpp"
-#include "tinyformer/heatmap.hpp"
-#include "tinyformer/plot.hpp"
-#include "tinyformer/text.hpp"
+#include "tinyformer/data/text.hpp"
+#include "tinyformer/inspect/circuits_report.hpp"
+#include "tinyformer/inspect/heatmap.hpp"
+#include "tinyformer/support/plot.hpp"
 
 namespace tinyformer {
 

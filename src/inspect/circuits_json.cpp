@@ -2,8 +2,8 @@
 // one-line definition under "definitions", by its path (array positions left out), as
 // heads.json defines its measures. Later measurements (activation patching, the roles during
 // training) get keys of their own beside "heads" and "composition", and definitions with them.
-#include "tinyformer/circuits_report.hpp"
-#include "tinyformer/text.hpp"
+#include "tinyformer/data/text.hpp"
+#include "tinyformer/inspect/circuits_report.hpp"
 
 namespace tinyformer {
 

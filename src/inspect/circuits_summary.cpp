@@ -2,7 +2,7 @@
 // heads for composition, each beside the random baseline.
 #include <cstdio>
 
-#include "tinyformer/circuits_report.hpp"
+#include "tinyformer/inspect/circuits_report.hpp"
 
 namespace tinyformer {
 

@@ -8,8 +8,8 @@
 //   validation text, zeroing it) costs at least kNeededPoints of that kind's accuracy.
 #include <cstdio>
 
-#include "tinyformer/inspect.hpp"
-#include "tinyformer/plot.hpp"
+#include "tinyformer/inspect/inspect.hpp"
+#include "tinyformer/support/plot.hpp"
 
 namespace tinyformer {
 

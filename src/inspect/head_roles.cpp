@@ -13,8 +13,8 @@
 #include <cmath>
 
 #include "text_windows.hpp"
-#include "tinyformer/autograd.hpp"
-#include "tinyformer/inspect.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/inspect/inspect.hpp"
 
 namespace tinyformer {
 

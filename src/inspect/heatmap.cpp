@@ -1,11 +1,11 @@
-#include "tinyformer/heatmap.hpp"
+#include "tinyformer/inspect/heatmap.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "tinyformer/plot.hpp"
-#include "tinyformer/text.hpp"
+#include "tinyformer/data/text.hpp"
+#include "tinyformer/support/plot.hpp"
 
 namespace tinyformer {
 

@@ -1,5 +1,5 @@
 // Every measurement, for every head, in one result: what heads.json and report.html state.
-#include "tinyformer/inspect.hpp"
+#include "tinyformer/inspect/inspect.hpp"
 
 namespace tinyformer {
 

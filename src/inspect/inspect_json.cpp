@@ -2,8 +2,8 @@
 #include <charconv>
 #include <cstdlib>
 
-#include "tinyformer/inspect_report.hpp"
-#include "tinyformer/text.hpp"
+#include "tinyformer/data/text.hpp"
+#include "tinyformer/inspect/inspect_report.hpp"
 
 namespace tinyformer {
 

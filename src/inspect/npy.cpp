@@ -1,6 +1,6 @@
-// The .npy writer: see include/tinyformer/npy.hpp for the layout, and NumPy's
+// The .npy writer: see include/tinyformer/inspect/npy.hpp for the layout, and NumPy's
 // numpy/lib/format.py (_write_array_header, _wrap_header) for where each byte comes from.
-#include "tinyformer/npy.hpp"
+#include "tinyformer/inspect/npy.hpp"
 
 #include <bit>
 #include <cstring>

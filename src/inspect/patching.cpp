@@ -1,5 +1,5 @@
 // Activation patching and path patching over the probes' corrupted twins (patching.hpp).
-#include "tinyformer/patching.hpp"
+#include "tinyformer/inspect/patching.hpp"
 
 #include <algorithm>
 

@@ -1,13 +1,13 @@
 // Activation patching in circuits.json, in the report and on the terminal (patching_report.hpp).
-#include "tinyformer/patching_report.hpp"
+#include "tinyformer/inspect/patching_report.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "tinyformer/circuits_report.hpp"
-#include "tinyformer/heatmap.hpp"
-#include "tinyformer/plot.hpp"
-#include "tinyformer/text.hpp"
+#include "tinyformer/data/text.hpp"
+#include "tinyformer/inspect/circuits_report.hpp"
+#include "tinyformer/inspect/heatmap.hpp"
+#include "tinyformer/support/plot.hpp"
 
 namespace tinyformer {
 

@@ -1,6 +1,6 @@
-// The PNG writer: see include/tinyformer/png.hpp for the layout. Every number below is from the
+// The PNG writer: see include/tinyformer/inspect/png.hpp for the layout. Every number below is from the
 // PNG specification (W3C, 2nd edition), RFC 1950 (zlib), RFC 1951 (deflate) or RFC 4648 (base64).
-#include "tinyformer/png.hpp"
+#include "tinyformer/inspect/png.hpp"
 
 #include <algorithm>
 #include <array>

@@ -5,11 +5,11 @@
 // links out, so that the file alone is the report.
 #include <cstdio>
 
-#include "tinyformer/heatmap.hpp"
-#include "tinyformer/inspect_report.hpp"
-#include "tinyformer/plot.hpp"
-#include "tinyformer/text.hpp"
-#include "tinyformer/training_roles.hpp"
+#include "tinyformer/data/text.hpp"
+#include "tinyformer/inspect/heatmap.hpp"
+#include "tinyformer/inspect/inspect_report.hpp"
+#include "tinyformer/inspect/training_roles.hpp"
+#include "tinyformer/support/plot.hpp"
 
 namespace tinyformer {
 

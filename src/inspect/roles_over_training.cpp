@@ -1,13 +1,13 @@
 // report.html's "How the roles formed": the "roles" of the run's metrics rows (recorded by
-// train at every evaluation, src/training_roles.cpp) drawn against the step, one chart per
+// train at every evaluation, src/inspect/training_roles.cpp) drawn against the step, one chart per
 // question kind: a line per head for its span share, a dashed black line for the accuracy.
 // Under each chart, one sentence read off the same numbers: which head reads this kind's
 // answer at the end, when its share rose most, and when the accuracy jumped.
 #include <cmath>
 #include <set>
 
-#include "tinyformer/plot.hpp"
-#include "tinyformer/training_roles.hpp"
+#include "tinyformer/inspect/training_roles.hpp"
+#include "tinyformer/support/plot.hpp"
 
 namespace tinyformer {
 

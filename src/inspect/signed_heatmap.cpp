@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstdio>
 
-#include "tinyformer/heatmap.hpp"
-#include "tinyformer/plot.hpp"
-#include "tinyformer/png.hpp"
-#include "tinyformer/text.hpp"
+#include "tinyformer/data/text.hpp"
+#include "tinyformer/inspect/heatmap.hpp"
+#include "tinyformer/inspect/png.hpp"
+#include "tinyformer/support/plot.hpp"
 
 namespace tinyformer {
 

@@ -3,9 +3,9 @@
 #include <cstdio>
 #include <numeric>
 
-#include "tinyformer/heatmap.hpp"
-#include "tinyformer/inspect_report.hpp"
-#include "tinyformer/text.hpp"
+#include "tinyformer/data/text.hpp"
+#include "tinyformer/inspect/heatmap.hpp"
+#include "tinyformer/inspect/inspect_report.hpp"
 
 namespace tinyformer {
 

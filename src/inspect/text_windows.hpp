@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tinyformer/tensor.hpp"
+#include "tinyformer/engine/tensor.hpp"
 
 namespace tinyformer {
 

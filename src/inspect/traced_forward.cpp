@@ -4,9 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tinyformer/circuits.hpp"
-#include "tinyformer/ops.hpp"
-#include "tinyformer/patching.hpp"
+#include "tinyformer/engine/ops.hpp"
+#include "tinyformer/inspect/circuits.hpp"
+#include "tinyformer/inspect/patching.hpp"
 
 namespace tinyformer {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "tinyformer/circuits.hpp"
+#include "tinyformer/inspect/circuits.hpp"
 
 namespace tinyformer {
 

@@ -1,0 +1,105 @@
+// The numbers the multi-head attention lesson prints, computed by the engine: every value
+// below comes from running tinyformer's ops (split_heads, merge_heads, reshape, the
+// attention module), none is written down. `tinyformer lesson` prints them; the tests hold
+// them against PyTorch's.
+//
+// Notation: B batch, T positions, D = d_model, H heads, d = D/H the head width.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tinyformer/engine/tensor.hpp"
+#include "tinyformer/model/attention.hpp"
+
+namespace tinyformer {
+
+// X = arange(12) as [B=1,T=3,D=4]: position t holds 4t .. 4t+3. Every value is also its own
+// flat index, so a value seen anywhere says which cell of X it came from.
+Tensor lesson_input(DType dtype = DType::f32);
+
+// The d values of head h at position t of a split tensor [1,H,T,d].
+std::vector<double> head_row(const Tensor& heads, int64_t h, int64_t t);
+
+// Whole numbers as the lesson writes them: [4, 5].
+std::string integers_text(const std::vector<double>& values);
+
+// 1. Splitting X into 2 heads and merging them back, and the split with the transpose forgotten.
+struct SplitMerge {
+    Tensor x;             // [1,3,4] = arange(12)
+    Tensor split;         // [1,2,3,2] = split_heads(x, 2)
+    Tensor merged;        // [1,3,4] = merge_heads(split)
+    Tensor wrong;         // [1,2,3,2] = reshape(x, [1,2,3,2]): the same shape, no transpose
+    Tensor wrong_merged;  // [1,3,4] = merge_heads(wrong): not x
+    bool merged_equals_x = false;
+    bool wrong_merged_equals_x = false;
+    std::vector<double> split_head0_position1;  // head_row(split, 0, 1)
+    std::vector<double> wrong_head0_position1;  // head_row(wrong, 0, 1)
+};
+SplitMerge split_merge_example();
+
+// PyTorch's bound for nn.Linear's default weight init, kaiming_uniform_(a=√5):
+// √3 · √(2/(1+a²)) / √in_features, in double as torch computes it (for in=4 that is
+// 0.49999999999999994, which is 0.5 once rounded to float).
+double torch_linear_weight_bound(int64_t in_features);
+
+// The lesson's attention module: torch.manual_seed(seed), then four nn.Linear(D, D,
+// bias=False) constructed in the order q_proj, k_proj, v_proj, out_proj, each weight [D,D] =
+// [out,in] drawn by uniform_(-bound, bound) from PyTorch's generator (TorchRng): the same
+// float32 weights, bit for bit.
+std::pair<MultiHeadAttention, Parameters> torch_seeded_attention(int64_t d_model, int64_t n_heads, uint64_t seed);
+
+// 2 and 3. The lesson's random example: seed 42, D=4, H=2 (d=2), X = arange(12), causal,
+// scores scaled by 1/√d. All in float32, as torch computes it.
+struct AttentionExample {
+    uint64_t seed = 42;
+    int64_t n_heads = 2;
+    double init_bound = 0;  // torch_linear_weight_bound(4)
+    Tensor q_proj, k_proj, v_proj, out_proj;  // [4,4] each = [out,in]
+    Tensor x;                // [1,3,4]
+    Tensor weights;          // [1,H,T,T]: all heads at once (MultiHeadAttention::forward)
+    Tensor output;           // [1,T,D]
+    Tensor looped_weights;   // [1,H,T,T]: one head at a time, each from its own d features
+    Tensor looped_output;    // [1,T,D]
+    double max_abs_diff = 0;  // largest |batched − looped| over the weights and the output
+};
+AttentionExample attention_example();
+
+// Row `query` of head h's attention weights [1,H,Tq,Tk]: how much it reads each key, [Tk].
+std::vector<double> weights_at(const Tensor& weights, int64_t h, int64_t query);
+
+// 4. The four projections' parameters, counted from the parameters the engine allocates.
+struct ParameterCount {
+    int64_t d_model = 0, n_heads = 0;
+    int64_t counted = 0;  // MultiHeadAttention::create(D, H, ...).second.count()
+    int64_t formula = 0;  // 4 D²
+};
+std::vector<ParameterCount> parameter_counts();  // D=4 H=2, then D=64 with H = 1, 2, 4
+
+// 5. The engine's message for split_heads on [1,3,D] into H heads when D is not divisible
+// by H; empty if split_heads did not throw.
+std::string split_error_message(int64_t d_model, int64_t n_heads);
+
+// 6. A check question and the answer the numbers above give.
+struct CheckQuestion {
+    std::string question, answer;
+};
+
+struct Lesson {
+    SplitMerge split_merge;
+    AttentionExample attention;
+    std::vector<ParameterCount> counts;
+    std::string d5_error;  // split_error_message(5, 2)
+    std::vector<CheckQuestion> questions;
+};
+Lesson run_lesson();
+
+// The terminal report (headings, aligned numbers, 6 decimals for weights) and every number
+// of it as JSON.
+std::string lesson_text(const Lesson& lesson);
+nlohmann::json lesson_json(const Lesson& lesson);
+
+}  // namespace tinyformer

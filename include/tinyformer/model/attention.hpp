@@ -1,0 +1,66 @@
+// Multi-head attention, as the lesson writes it:
+//   q, k, v  = query W_q^T, key W_k^T, value W_v^T             [B,T,D]
+//   split    each into H heads of width d = D/H                [B,H,T,d]
+//   weights  = softmax(q k^T / sqrt(d) [+ causal mask])        [B,H,Tq,Tk]
+//   output   = merge_heads(weights v) W_o^T                    [B,Tq,D]
+#pragma once
+
+#include <cstdint>
+
+#include "tinyformer/engine/parameters.hpp"
+#include "tinyformer/engine/tensor.hpp"
+
+namespace tinyformer {
+
+struct AttentionResult {
+    Tensor output;   // [B,Tq,D] (+ AttentionOptions::residual)
+    Tensor weights;  // [B,H,Tq,Tk]: how much each query position reads each key position, per head
+    Tensor heads;    // [B,H,Tq,d]: each head's output, weights v, before any ablation (with keep_heads)
+};
+
+struct AttentionOptions {
+    bool causal = false;      // a query never reads a later position
+    bool rope = false;        // rotate q and k by their positions (rotary embedding)
+    int64_t rope_start = 0;   // position of the first query/key (for generation with a cache)
+    bool keep_heads = false;  // also return each head's output as AttentionResult::heads
+    // The residual stream [B,Tq,D]: when given, output = residual + the projection, added as
+    // the projection is written (residual_linear), so the block's own output is never stored.
+    Tensor residual{};
+    // Head ablation (tinyformer inspect): head `ablate_head`'s output is replaced, at every
+    // position and before the heads are merged, by `ablate_with` [d] — zeros if it is empty.
+    int64_t ablate_head = -1;  // -1 = every head as it is
+    Tensor ablate_with{};
+};
+
+class MultiHeadAttention {
+public:
+    // Uses the four [D,D] projection weights found in `params` under `prefix` +
+    // "q_proj.weight", "k_proj.weight", "v_proj.weight", "out_proj.weight".
+    MultiHeadAttention(const Parameters& params, const std::string& prefix, int64_t n_heads);
+
+    // A standalone module with its own weights, drawn from N(0, 1/D) with `seed`.
+    static std::pair<MultiHeadAttention, Parameters> create(int64_t d_model, int64_t n_heads, uint64_t seed,
+                                                            DType dtype = DType::f32);
+    static std::vector<ParameterSpec> parameter_specs(int64_t d_model, const std::string& prefix = "");
+
+    AttentionResult forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                            const AttentionOptions& options = {}) const;
+
+    // Generation with a key/value cache (no autograd): x [1,Tn,D] are the next Tn positions,
+    // starting at absolute position `position`. Their keys and values are written into the
+    // caches [H,capacity,d] after the `cached` entries already there; the queries attend over
+    // all cached + Tn entries (causally among the new ones). Returns [1,Tn,D].
+    Tensor forward_cached(const Tensor& x, Tensor& key_cache, Tensor& value_cache, int64_t cached,
+                          int64_t position, bool use_rope) const;
+
+    int64_t n_heads() const { return n_heads_; }
+    Tensor q_proj, k_proj, v_proj, out_proj;  // each [D,D] = [out,in], no bias
+    // q_proj, k_proj, v_proj stacked [3D,D] (a view of the same weights): self-attention
+    // projects all three in one matrix product.
+    Tensor qkv_proj;
+
+private:
+    int64_t n_heads_;
+};
+
+}  // namespace tinyformer

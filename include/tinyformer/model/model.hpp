@@ -1,0 +1,97 @@
+// The lesson's transformer: a pre-norm decoder, exactly ../shared/docs/model-contract.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tinyformer/engine/parameters.hpp"
+#include "tinyformer/model/attention.hpp"
+
+namespace tinyformer {
+
+struct ModelConfig {
+    int64_t vocab_size = 79;
+    int64_t d_model = 64;
+    int64_t n_heads = 2;
+    int64_t n_layers = 2;
+    int64_t context = 64;
+    std::string positions = "rope";  // "rope" or "learned"
+
+    int64_t head_width() const { return d_model / n_heads; }
+    void validate() const;  // throws std::invalid_argument naming the key at fault
+};
+
+// The keys and values of every layer for the positions generated so far, so that each new
+// character costs one position's work, not the whole window's.
+struct KVCache {
+    std::vector<Tensor> keys, values;  // per layer [H, context, d]
+    int64_t length = 0;                // positions held
+    int64_t next_position = 0;         // absolute position of the next character
+};
+
+// What tinyformer inspect asks of a forward pass; every field is optional.
+struct ForwardHooks {
+    std::vector<Tensor>* attention_maps = nullptr;  // appended: each layer's weights [B,H,T,T]
+    std::vector<Tensor>* head_outputs = nullptr;    // appended: each layer's per-head outputs [B,H,T,d]
+    int64_t ablate_layer = -1;                      // in this layer (-1: none) ...
+    int64_t ablate_head = -1;                       // ... this head's output is replaced by
+    Tensor ablate_with{};                           // this [d] at every position (zeros if empty)
+};
+
+// The contract's parameter names and shapes, in a fixed order.
+std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
+
+class TorchRng;
+// Re-initialises every parameter exactly as ../shared/reference/torch_model.py's Model does
+// after torch.manual_seed: the same recipe as Transformer's own, drawn from PyTorch's
+// generator in PyTorch's construction order (see model.cpp). For `[train] rng = "torch"`.
+void initialise_like_torch(Parameters& params, const ModelConfig& config, TorchRng& rng);
+
+class Transformer {
+public:
+    // Initialisation (deterministic from `seed`: one random stream, xoshiro256** with
+    // Box–Muller normals, over the parameters in contract order; initialise_like_torch
+    // draws the same recipe from PyTorch's own stream instead) follows PyTorch's defaults,
+    // as the reference model uses them: embeddings ~ N(0, 1); every linear weight [out,in]
+    // and bias ~ U(-1/√in, 1/√in); layer-norm weights 1, biases 0.
+    Transformer(const ModelConfig& config, uint64_t seed, DType dtype = DType::f32);
+
+    // ids [B,T] (i32, T <= context) → logits [B,T,V]. With `attention_maps`, each layer's
+    // per-head weights [B,H,T,T] are appended to it.
+    Tensor forward(const Tensor& ids, std::vector<Tensor>* attention_maps = nullptr) const;
+    // The same, with inspection hooks: read each layer's attention and head outputs, or
+    // knock out one head (its output zeroed or replaced by a fixed vector).
+    Tensor forward(const Tensor& ids, const ForwardHooks& hooks) const;
+    // Mean cross-entropy of forward(ids) against targets [B,T], the LM head and the loss
+    // computed together (linear_cross_entropy) so that the [B,T,V] logits are never held whole.
+    Tensor loss(const Tensor& ids, const Tensor& targets, const ForwardHooks& hooks = {}) const;
+
+    // Generation: feeds the next characters ids [1,Tn] and returns their logits [1,Tn,V].
+    // Beyond the context the window slides: with rope the oldest cached positions are
+    // dropped (rotary attention depends only on distances, so the kept keys stay valid);
+    // learned positions cannot slide, so the cache must be restarted (see sampler.cpp).
+    KVCache make_cache() const;
+    Tensor forward_cached(const Tensor& ids, KVCache& cache) const;
+
+    const ModelConfig& config() const { return config_; }
+    Parameters& parameters() { return params_; }
+    const Parameters& parameters() const { return params_; }
+
+private:
+    // Everything before the LM head: ids [B,T] → the final layer norm's output [B,T,D].
+    Tensor final_hidden(const Tensor& ids, const ForwardHooks& hooks) const;
+
+    struct Block {
+        Tensor ln1_weight, ln1_bias;
+        MultiHeadAttention attn;
+        Tensor ln2_weight, ln2_bias;
+        Tensor fc1_weight, fc1_bias, fc2_weight, fc2_bias;
+    };
+    ModelConfig config_;
+    Parameters params_;
+    Tensor tok_emb, pos_emb, ln_f_weight, ln_f_bias, lm_head;
+    std::vector<Block> blocks_;
+};
+
+}  // namespace tinyformer

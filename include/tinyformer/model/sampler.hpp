@@ -1,0 +1,45 @@
+// Text generation from a trained model: temperature, top-k and top-p (nucleus) filtering,
+// a key/value cache so that each new character costs O(T), and a stop string.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tinyformer/data/text.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/model/model.hpp"
+
+namespace tinyformer {
+
+struct SampleOptions {
+    int64_t max_new = 200;    // characters to generate at most
+    double temperature = 1.0; // 0 = greedy (always the most likely character)
+    int64_t top_k = 0;        // keep the k most likely characters; 0 = all
+    double top_p = 1.0;       // keep the smallest set whose probability reaches p; 1 = all
+    std::u32string stop;      // stop after generating this string (it is included); empty = never
+};
+
+// The distribution the next character is drawn from, after temperature, top-k and top-p:
+// probabilities over the vocabulary, zero outside the kept set. temperature 0 puts all
+// mass on the first most likely character.
+std::vector<double> next_char_distribution(const std::vector<double>& logits, double temperature, int64_t top_k,
+                                           double top_p);
+
+// Draws one id from `probabilities` with rng.
+int32_t draw(const std::vector<double>& probabilities, Rng& rng);
+
+// Continues `prompt` (at least one character; longer than the context, only its last
+// `context` characters are read) and returns the generated characters (without the
+// prompt). `on_char`, if given, sees each character as it is generated.
+std::u32string generate(const Transformer& model, const Vocabulary& vocab, const std::u32string& prompt,
+                        const SampleOptions& options, Rng& rng,
+                        const std::function<void(char32_t)>& on_char = nullptr);
+
+// The same generation without a cache, recomputing the last `context` characters for every
+// new one (nanoGPT's way): O(T²) per character; kept to test the cache against.
+std::u32string generate_uncached(const Transformer& model, const Vocabulary& vocab, const std::u32string& prompt,
+                                 const SampleOptions& options, Rng& rng);
+
+}  // namespace tinyformer

@@ -1,0 +1,64 @@
+// Benchmarks (`tinyformer bench`): how fast training and sampling run on this machine,
+// against the GEMM peak measured in the same run. Every figure is the median of several
+// timed repetitions after a warm-up, because the machines we run on are shared and noisy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tinyformer/engine/profiling.hpp"
+#include "tinyformer/model/model.hpp"
+
+namespace tinyformer {
+
+struct BenchOptions {
+    ModelConfig model;            // vocab_size must be set
+    int64_t batch_size = 32;
+    int64_t warmup_steps = 5;     // untimed training steps first (primitives made, buffers pooled)
+    int64_t steps_per_repeat = 10;
+    int64_t repeats = 7;
+    int64_t sample_chars = 256;   // characters generated per sampling repetition
+    int sample_threads = 1;       // sampling is one stream of one character at a time
+    uint64_t seed = 1337;
+    bool profile = false;         // after the timed steps, time every kernel of steps_per_repeat more
+    std::string precision = "float32";  // train.precision: the training steps' and the GEMM peak's products
+};
+
+struct GemmMeasurement {
+    int64_t M = 0, N = 0, K = 0;
+    double gflops = 0;  // the best repetition: a peak is what the machine can do, not what it usually does
+};
+
+struct BenchResult {
+    std::vector<double> train_tokens_per_s;   // one per repetition
+    std::vector<double> sample_chars_per_s;   // one per repetition
+    double flops_per_token = 0;               // training (forward + backward), see training_flops_per_token
+    std::vector<GemmMeasurement> gemm;        // the model's own matmul shapes
+    double peak_rss_mb = 0;                   // of this process, at the end
+    double tensor_peak_mb = 0;                // tensor buffers held at once, at most (training)
+    uint64_t timed_buffer_allocations = 0;    // tensor buffers the timed training steps got from the system
+    Profile profile;                          // with BenchOptions::profile: per kernel, over profile_steps
+    int64_t profile_steps = 0;
+    double profile_seconds = 0;               // wall time of the profiled steps (timing adds a little)
+
+    double train_median() const;
+    double sample_median() const;
+    double gflops() const;                    // flops_per_token × median train tokens/s
+    const GemmMeasurement& gemm_peak() const; // the fastest shape
+};
+
+// Matrix-multiply FLOPs to train on one token (forward + backward = 3 × forward), counting a
+// multiply-add as 2 and ignoring the elementwise work — the estimate of the PaLM paper
+// (appendix B) and nanoGPT's estimate_mfu:
+//   forward = 2·(L·12·D² + D·V)   the projections (4·D² per layer), the MLP (8·D²), the LM head
+//           + L·4·T·D             q·kᵀ and weights·v over all T positions (masked ones are computed too)
+//   training = 3 × forward = 6·(12·L·D² + D·V) + 12·L·T·D
+double training_flops_per_token(const ModelConfig& model);
+
+// Runs the benchmark with the current backend and thread count.
+BenchResult run_bench(const BenchOptions& options);
+
+double median(std::vector<double> values);
+
+}  // namespace tinyformer

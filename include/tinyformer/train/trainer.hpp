@@ -1,0 +1,34 @@
+// Training: the loop, its logging, checkpoints and resumption.
+//
+// A run directory holds config.toml (resolved), metrics.jsonl, loss.svg, model.safetensors,
+// train_state.safetensors and, at the end, summary.json. Every file is written atomically.
+// train_state.safetensors alone is enough to resume: the weights, AdamW's moments, the step
+// and the batch sampler's random state, in one file, so they can never disagree.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tinyformer/train/config.hpp"
+
+namespace tinyformer {
+
+struct TrainOptions {
+    RunConfig config;
+    std::string run_dir;      // where the run's files go
+    bool resume = false;      // continue the run in run_dir from its train_state.safetensors
+    bool overwrite = false;   // start afresh even if run_dir holds a run
+};
+
+// Trains, writes the run directory, and returns summary.json's contents. Throws InputError
+// for problems the user can fix before training (exit 2), std::runtime_error for failures
+// during it (a non-finite loss, a failed write: exit 1). Ctrl-C saves a checkpoint and
+// throws Interrupted.
+nlohmann::json train(const TrainOptions& options);
+
+struct Interrupted : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+}  // namespace tinyformer

@@ -1,0 +1,893 @@
+// The oneDNN backend: float32 kernels from oneDNN (Intel's library of deep-learning
+// primitives) for the work that matters — every matrix product, with its bias, its scale, the
+// residual stream or the gradient accumulation applied by the product; layer norm; the
+// softmax backward — and OpenMP loops for the rest: the elementwise and data-movement ops,
+// GELU, and causal attention one (batch, head) at a time with its blocks in cache
+// (attention_blocks.cpp), each measured faster here than oneDNN's own. float64 calls (the
+// gradient checks) go to the reference backend untouched, so they stay exact.
+//
+// oneDNN in three sentences. A *primitive* is a kernel generated (JIT) for one exact
+// configuration: shapes, strides, flags. Making one is slow and running it is fast, so each
+// is made once per configuration and cached here. A dnnl::memory is a descriptor (dims and
+// strides) plus a pointer; ours point straight at the tensors' own buffers — no copies.
+//
+// Threads: oneDNN is built on OpenMP, and so are the loops below, so set_num_threads()
+// sets both. The loops split their work with static schedules and never add up partial
+// results from different threads, and oneDNN's kernels fix their split for a given thread
+// count, so the same inputs and thread count give bit-identical results.
+#include <dnnl.hpp>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/bf16.hpp"
+#include "attention_blocks.hpp"
+#include "fast_exp.hpp"
+#include "onednn_compat.hpp"
+#include "rotate_pairs.hpp"
+
+namespace tinyformer {
+
+void set_num_threads(int n) { omp_set_num_threads(n > 0 ? n : omp_get_num_procs()); }
+int num_threads() { return omp_get_max_threads(); }
+
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+constexpr auto f32 = memory::data_type::f32;
+constexpr auto bf16 = memory::data_type::bf16;
+
+// A loop over fewer elements than this runs on one thread: waking the pool would cost more.
+constexpr int64_t kParallelWork = 1 << 15;
+
+// A primitive ready to run, with one memory object per argument (DNNL_ARG_SRC, ...). The
+// memories' pointers are set anew on every call, to that call's tensors.
+struct Kernel {
+    dnnl::primitive primitive;
+    std::unordered_map<int, memory> args;
+    int residual_arg = 0;  // a matmul's: the argument its residual is passed as
+};
+
+// "name 3 64 64 ..." — a cache key from a primitive's kind and every number that shapes it.
+std::string key_of(const char* kind, std::initializer_list<int64_t> numbers) {
+    std::string key = kind;
+    for (int64_t n : numbers) key += ' ' + std::to_string(n);
+    return key;
+}
+
+// An operand of a batched matmul as oneDNN sees it: logically [batch, rows, cols], stored
+// row-major as written or as its transpose, batch entries `stride` elements apart. Stride 0
+// (one matrix shared by the whole batch) becomes a batch of 1, which oneDNN broadcasts.
+memory::desc matrix_desc(int64_t batch, int64_t rows, int64_t cols, bool transposed, int64_t stride,
+                         memory::data_type type = f32) {
+    const int64_t entry = stride == 0 ? rows * cols : stride;
+    const Dims dims = {stride == 0 ? 1 : batch, rows, cols};
+    const Dims strides = transposed ? Dims{entry, 1, rows} : Dims{entry, cols, 1};
+    return memory::desc(dims, type, strides);
+}
+
+// Broadcasting of one operand against the output, for the elementwise kernels: its element
+// strides per output axis (0 where it is broadcast), and whether it is the whole output or
+// a suffix of it (a bias [N] against [..., N]: then it repeats every `numel` elements).
+struct Broadcast {
+    std::vector<int64_t> strides;
+    bool full = false, suffix = false;
+};
+
+Broadcast broadcast_of(const Shape& shape, const Shape& out_shape) {
+    Broadcast b;
+    const size_t rank = out_shape.size(), offset = rank - shape.size();
+    b.strides.assign(rank, 0);
+    int64_t stride = 1;
+    for (size_t i = shape.size(); i-- > 0;) {
+        b.strides[offset + i] = shape[i] == 1 ? 0 : stride;
+        stride *= shape[i];
+    }
+    b.full = numel_of(shape) == numel_of(out_shape);
+    // A suffix: after its leading 1s, shape is exactly the trailing axes of out_shape.
+    size_t first = 0;
+    while (first < shape.size() && shape[first] == 1) ++first;
+    b.suffix = std::equal(shape.begin() + first, shape.end(), out_shape.end() - (shape.size() - first));
+    return b;
+}
+
+// The offset of element `row * inner` of the output within an operand with these strides.
+int64_t row_offset(int64_t row, int64_t inner_axis, const Shape& out_shape, const std::vector<int64_t>& strides) {
+    int64_t offset = 0;
+    for (int64_t axis = inner_axis; axis-- > 0;) {
+        offset += (row % out_shape[axis]) * strides[axis];
+        row /= out_shape[axis];
+    }
+    return offset;
+}
+
+// out = op(a, b) with NumPy broadcasting. Fast paths for the shapes a model makes: equal
+// shapes, and one operand a suffix of the other (a bias, a position table). Anything else
+// walks the output row by row (rows = every axis but the last).
+template <class Op>
+void broadcast_binary(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
+    const float *pa = a.data<float>(), *pb = b.data<float>();
+    float* po = out.data<float>();
+    const int64_t n = out.numel();
+    const Broadcast ba = broadcast_of(a.shape(), out.shape()), bb = broadcast_of(b.shape(), out.shape());
+    if (ba.full && bb.full) {
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < n; ++i) po[i] = op(pa[i], pb[i]);
+        return;
+    }
+    if ((ba.full && bb.suffix) || (bb.full && ba.suffix)) {
+        const int64_t inner = ba.full ? b.numel() : a.numel(), rows = n / std::max<int64_t>(inner, 1);
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* row_a = ba.full ? pa + r * inner : pa;  // the repeated operand restarts
+            const float* row_b = bb.full ? pb + r * inner : pb;
+            float* row_out = po + r * inner;
+            for (int64_t j = 0; j < inner; ++j) row_out[j] = op(row_a[j], row_b[j]);
+        }
+        return;
+    }
+    const Shape& shape = out.shape();
+    const int64_t last = static_cast<int64_t>(shape.size()) - 1;
+    const int64_t inner = shape.empty() ? 1 : shape.back(), rows = n / std::max<int64_t>(inner, 1);
+    const int64_t step_a = shape.empty() ? 0 : ba.strides.back(), step_b = shape.empty() ? 0 : bb.strides.back();
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* row_a = pa + row_offset(r, last, shape, ba.strides);
+        const float* row_b = pb + row_offset(r, last, shape, bb.strides);
+        float* row_out = po + r * inner;
+        for (int64_t j = 0; j < inner; ++j) row_out[j] = op(row_a[j * step_a], row_b[j * step_b]);
+    }
+}
+
+class OneDnnBackend final : public Backend {
+public:
+    std::string name() const override { return "onednn"; }
+
+    // oneDNN runs bf16 products on AVX512-BF16 (Cooper Lake, Zen 4 and later) or AMX (without
+    // them 2.6 has no bf16 matmul at all); the effective ISA is what it dispatches to, lowered
+    // by ONEDNN_MAX_CPU_ISA when that is set.
+    std::string bf16_unsupported() const override {
+        const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+        if (onednn::has_bf16_products(isa)) return "";
+        return "oneDNN's instruction set on this CPU, " + onednn::isa_name(isa) +
+               ", has no bf16 instructions (AVX512-BF16 or AMX)";
+    }
+
+    // ---- matmul ----
+
+    void gemm(const Tensor& a, const Tensor& b, Tensor& c, const GemmSpec& s) override {
+        if (c.dtype() != DType::f32) return reference_->gemm(a, b, c, s);
+        const Operands in = operands_of(a, b);
+        float* pc = c.data<float>();
+        if (s.batch == 0 || s.M == 0 || s.N == 0) return;
+        if (s.stride_c == 0 && s.batch > 1) {  // the batch is summed into one c
+            if (s.trans_a && !s.trans_b && s.stride_a == s.K * s.M && s.stride_b == s.K * s.N) {
+                // Both operands stack their batch along the contracted axis ([batch*K, M] and
+                // [batch*K, N]), so the sum over the batch is one longer contraction.
+                GemmSpec flat = s;
+                flat.batch = 1, flat.K = s.batch * s.K;
+                return matmul(in, pc, flat);
+            }
+            for (int64_t i = 0; i < s.batch; ++i) {  // otherwise one matrix at a time, adding up
+                GemmSpec one = s;
+                one.batch = 1, one.accumulate = s.accumulate || i > 0;
+                matmul(in.entry(i, s), pc, one);
+            }
+            return;
+        }
+        matmul(in, pc, weight_flattened(s));
+    }
+
+    // A weight shared by the batch (nn.Linear): the batch stacks along the rows of a and c,
+    // so [batch*M, K] @ [K, N] is one product, the biggest and fastest kind. Other specs
+    // come back as they are.
+    static GemmSpec weight_flattened(const GemmSpec& s) {
+        if (s.batch <= 1 || s.stride_b != 0 || s.trans_a || s.stride_a != s.M * s.K || s.stride_c != s.M * s.N)
+            return s;
+        GemmSpec flat = s;
+        flat.batch = 1, flat.M = s.batch * s.M;
+        return flat;
+    }
+
+    void gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmSpec& s) override {
+        // The nn.Linear shape (one product, or a weight shared by the batch, flattened to one)
+        // takes the bias inside the product; anything else adds it in a pass after.
+        const GemmSpec one = weight_flattened(s);
+        if (c.dtype() != DType::f32 || one.batch != 1 || s.accumulate || s.K == 0 || s.M == 0 || s.N == 0)
+            return Backend::gemm_bias(a, b, bias, c, s);
+        matmul(operands_of(a, b), c.data<float>(), one, bias.data<float>());
+    }
+
+    void gemm_residual(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& residual, Tensor& c,
+                       const GemmSpec& s) override {
+        // The nn.Linear shape, as in gemm_bias, with the residual added by a post-op as the product writes c.
+        const GemmSpec one = weight_flattened(s);
+        if (c.dtype() != DType::f32 || one.batch != 1 || s.accumulate || s.K == 0 || s.M == 0 || s.N == 0)
+            return Backend::gemm_residual(a, b, bias, residual, c, s);
+        matmul(operands_of(a, b), c.data<float>(), one, bias.defined() ? bias.data<float>() : nullptr,
+               residual.data<float>());
+    }
+
+    // out = x rounded to bfloat16, to nearest even (bf16.hpp). A plain loop the compiler
+    // vectorises: as fast as oneDNN's reorder (35 µs against 39 µs for 393,216 floats on 2
+    // threads) and plainer to read.
+    void to_bf16(const Tensor& x, Tensor& out) override {
+        const float* from = x.data<float>();
+        uint16_t* to = out.data<uint16_t>();
+        const int64_t n = x.numel();
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < n; ++i) to[i] = to_bf16_bits(from[i]);
+    }
+
+    // ---- elementwise ----
+
+    void add(const Tensor& a, const Tensor& b, Tensor& out) override {
+        if (out.dtype() != DType::f32) return reference_->add(a, b, out);
+        broadcast_binary(a, b, out, [](float x, float y) { return x + y; });
+    }
+
+    void mul(const Tensor& a, const Tensor& b, Tensor& out) override {
+        if (out.dtype() != DType::f32) return reference_->mul(a, b, out);
+        broadcast_binary(a, b, out, [](float x, float y) { return x * y; });
+    }
+
+    void sum_to(const Tensor& in, Tensor& out) override {
+        if (out.dtype() != DType::f32) return reference_->sum_to(in, out);
+        const Broadcast target = broadcast_of(out.shape(), in.shape());
+        if (!target.suffix) return sum_to_any(in, out, target);
+        // out is the trailing axes of in: in is [rows, inner] and out[j] = sum over rows.
+        // Each thread takes one contiguous band of columns (whole cache lines of out) and adds
+        // every row's band into it, in row order: vectorised along the row, and each sum is
+        // the same to the bit for any thread count (and as the reference's).
+        const float* pi = in.data<float>();
+        float* po = out.data<float>();
+        const int64_t inner = out.numel(), rows = in.numel() / std::max<int64_t>(inner, 1);
+        constexpr int64_t line = 16;  // floats per cache line
+        const int64_t lines = (inner + line - 1) / line;
+#pragma omp parallel if (in.numel() > kParallelWork && lines > 1)
+        {
+            const int64_t threads = omp_get_num_threads(), thread = omp_get_thread_num();
+            const int64_t begin = std::min(inner, lines * thread / threads * line);
+            const int64_t end = std::min(inner, lines * (thread + 1) / threads * line);
+            float* band = po + begin;
+            std::fill(band, po + end, 0.0f);
+            for (int64_t r = 0; r < rows; ++r) {
+                const float* row = pi + r * inner + begin;
+#pragma omp simd
+                for (int64_t j = 0; j < end - begin; ++j) band[j] += row[j];
+            }
+        }
+    }
+
+    void scale(const Tensor& x, double factor, Tensor& out) override {
+        if (out.dtype() != DType::f32) return reference_->scale(x, factor, out);
+        const float* px = x.data<float>();
+        float* po = out.data<float>();
+        const float f = static_cast<float>(factor);
+        const int64_t n = out.numel();
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < n; ++i) po[i] = f * px[i];
+    }
+
+    void add_inplace(Tensor& dst, const Tensor& src) override {
+        if (dst.dtype() != DType::f32) return reference_->add_inplace(dst, src);
+        const float* ps = src.data<float>();
+        float* pd = dst.data<float>();
+        const int64_t n = dst.numel();
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < n; ++i) pd[i] += ps[i];
+    }
+
+    void transpose(const Tensor& x, int dim0, int dim1, Tensor& out) override {
+        if (out.dtype() != DType::f32) return reference_->transpose(x, dim0, dim1, out);
+        const float* px = x.data<float>();
+        float* po = out.data<float>();
+        if (dim0 == dim1) return (void)std::copy_n(px, x.numel(), po);
+        // x as [outer, n0, mid, n1, inner] (the axes before, at, between, at and after the
+        // two swapped ones); out is [outer, n1, mid, n0, inner]. Runs of `inner` elements
+        // stay contiguous: split_heads moves whole head-width runs of d.
+        const Shape& shape = x.shape();
+        const int lo = std::min(dim0, dim1), hi = std::max(dim0, dim1);
+        auto product = [&](int begin, int end) {
+            int64_t p = 1;
+            for (int axis = begin; axis < end; ++axis) p *= shape[axis];
+            return p;
+        };
+        const int64_t outer = product(0, lo), n0 = shape[lo], mid = product(lo + 1, hi), n1 = shape[hi];
+        const int64_t inner = product(hi + 1, static_cast<int>(shape.size()));
+        const int64_t runs = outer * n1 * mid * n0;
+#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
+        for (int64_t run = 0; run < runs; ++run) {  // runs in out's order
+            int64_t rest = run;
+            const int64_t i0 = rest % n0;
+            rest /= n0;
+            const int64_t m = rest % mid;
+            rest /= mid;
+            const int64_t i1 = rest % n1, o = rest / n1;
+            const float* from = px + (((o * n0 + i0) * mid + m) * n1 + i1) * inner;
+            std::copy_n(from, inner, po + run * inner);
+        }
+    }
+
+    // ---- embedding ----
+
+    void embedding_forward(const Tensor& table, const Tensor& ids, Tensor& out) override {
+        if (out.dtype() != DType::f32) return reference_->embedding_forward(table, ids, out);
+        const int64_t D = table.dim(1), N = ids.numel();
+        const int32_t* pid = ids.data<int32_t>();
+        const float* pt = table.data<float>();
+        float* po = out.data<float>();
+#pragma omp parallel for schedule(static) if (N * D > kParallelWork)
+        for (int64_t n = 0; n < N; ++n) std::copy_n(pt + pid[n] * D, D, po + n * D);
+    }
+
+    void embedding_backward(const Tensor& ids, const Tensor& d_out, Tensor& d_table) override {
+        if (d_table.dtype() != DType::f32) return reference_->embedding_backward(ids, d_out, d_table);
+        // One thread, in id order: two positions with the same id add into the same row, and
+        // a fixed order keeps the sum deterministic. It is N*D adds — small next to a matmul.
+        const int64_t D = d_table.dim(1), N = ids.numel();
+        const int32_t* pid = ids.data<int32_t>();
+        const float* pg = d_out.data<float>();
+        float* pd = d_table.data<float>();
+        std::fill(pd, pd + d_table.numel(), 0.0f);
+        for (int64_t n = 0; n < N; ++n) {
+            float* row = pd + pid[n] * D;
+            const float* grad = pg + n * D;
+            for (int64_t c = 0; c < D; ++c) row[c] += grad[c];
+        }
+    }
+
+    // ---- layer norm ----
+
+    void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
+                            Tensor& mean, Tensor& rstd) override {
+        if (x.dtype() != DType::f32) return reference_->layer_norm_forward(x, weight, bias, eps, y, mean, rstd);
+        const int64_t C = x.dim(-1), N = x.numel() / C;
+        if (N == 0) return;
+        const float epsilon = static_cast<float>(eps);
+        int32_t eps_bits;
+        std::memcpy(&eps_bits, &epsilon, sizeof eps_bits);
+        Kernel& k = cached(key_of("layer_norm_forward", {N, C, eps_bits}), [&] {
+            const memory::desc data({N, C}, f32, memory::format_tag::ab), stats({N}, f32, memory::format_tag::a);
+            const memory::desc channels({C}, f32, memory::format_tag::a);
+            const auto pd = onednn::layer_norm_forward(engine_, data, stats, epsilon, scale_and_shift());
+            return make_kernel(dnnl::layer_normalization_forward(pd),
+                               {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data}, {DNNL_ARG_SCALE, channels},
+                                {DNNL_ARG_SHIFT, channels}, {DNNL_ARG_MEAN, stats}, {DNNL_ARG_VARIANCE, stats}});
+        });
+        // oneDNN reports the variance; the backward wants 1/sqrt(variance + eps), so the
+        // variance is written into rstd and turned into it there.
+        float* pr = rstd.data<float>();
+        run(k, {{DNNL_ARG_SRC, x.data<float>()}, {DNNL_ARG_DST, y.data<float>()}, {DNNL_ARG_SCALE, weight.data<float>()},
+                {DNNL_ARG_SHIFT, bias.data<float>()}, {DNNL_ARG_MEAN, mean.data<float>()}, {DNNL_ARG_VARIANCE, pr}});
+        for (int64_t n = 0; n < N; ++n) pr[n] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(pr[n]) + eps));
+    }
+
+    void layer_norm_backward(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                             const Tensor& dy, Tensor& dx, Tensor& d_weight, Tensor& d_bias) override {
+        if (x.dtype() != DType::f32)
+            return reference_->layer_norm_backward(x, weight, mean, rstd, dy, dx, d_weight, d_bias);
+        const int64_t C = x.dim(-1), N = x.numel() / C;
+        if (N == 0) {
+            d_weight.fill(0.0);
+            return d_bias.fill(0.0);
+        }
+        Kernel& k = cached(key_of("layer_norm_backward", {N, C}), [&] {
+            const memory::desc data({N, C}, f32, memory::format_tag::ab), stats({N}, f32, memory::format_tag::a);
+            const memory::desc channels({C}, f32, memory::format_tag::a);
+            // eps 0: the variance handed over below already includes the forward's eps.
+            const auto hint = onednn::layer_norm_forward(engine_, data, stats, 0.0f, scale_and_shift());
+            const auto pd = onednn::layer_norm_backward(engine_, data, stats, 0.0f, scale_and_shift(), hint);
+            return make_kernel(dnnl::layer_normalization_backward(pd),
+                               {{DNNL_ARG_SRC, data}, {DNNL_ARG_DIFF_DST, data}, {DNNL_ARG_DIFF_SRC, data},
+                                {DNNL_ARG_SCALE, channels}, {DNNL_ARG_SHIFT, channels}, {DNNL_ARG_DIFF_SCALE, channels},
+                                {DNNL_ARG_DIFF_SHIFT, channels}, {DNNL_ARG_MEAN, stats}, {DNNL_ARG_VARIANCE, stats}});
+        });
+        // Only rstd was saved; oneDNN wants a variance, and with eps 0, 1/rstd² is the one
+        // that gives back this rstd. It also insists on a shift (the bias), which the
+        // gradients do not depend on: zeros stand in for it.
+        variance_.resize(N);
+        const float* pr = rstd.data<float>();
+        for (int64_t n = 0; n < N; ++n) variance_[n] = 1.0f / (pr[n] * pr[n]);
+        unused_shift_.assign(C, 0.0f);
+        run(k, {{DNNL_ARG_SRC, x.data<float>()}, {DNNL_ARG_DIFF_DST, dy.data<float>()},
+                {DNNL_ARG_DIFF_SRC, dx.data<float>()}, {DNNL_ARG_SCALE, weight.data<float>()},
+                {DNNL_ARG_SHIFT, unused_shift_.data()},
+                {DNNL_ARG_DIFF_SCALE, d_weight.data<float>()}, {DNNL_ARG_DIFF_SHIFT, d_bias.data<float>()},
+                {DNNL_ARG_MEAN, mean.data<float>()}, {DNNL_ARG_VARIANCE, variance_.data()}});
+    }
+
+    // ---- GELU ----
+
+    void gelu_forward(const Tensor& x, Tensor& y) override {
+        if (x.dtype() != DType::f32) return reference_->gelu_forward(x, y);
+        // 0.5 u (1 + tanh z) = u · sigmoid(2z) = u / (1 + exp(-2z)), z = sqrt(2/pi) (u + 0.044715 u³):
+        // one exp and no cancellation for negative u. (oneDNN's eltwise GELU took twice as long.)
+        const float* pu = x.data<float>();
+        float* py = y.data<float>();
+        const float k = 0.7978845608028654f;  // sqrt(2/pi)
+        const int64_t n = x.numel();
+        // Sixteen at a time in a Vec16, then the rest one by one: the same arithmetic. (A plain
+        // loop vectorises only with AVX-512's masks; elsewhere fast_exp's clamp became branches
+        // and the loop ran scalar, 13× slower in the portable build.)
+        const int64_t whole = n / 16 * 16;
+#pragma omp parallel for schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < whole; i += 16) {
+            const detail::Vec16 u = detail::lanes_at(pu + i);
+            const detail::Vec16 z = k * (u + 0.044715f * u * u * u);
+            detail::Vec16 e = -2.0f * z;
+            detail::fast_exp_in_place(e);
+            detail::lanes_at(py + i) = u / (1.0f + e);
+        }
+        for (int64_t i = whole; i < n; ++i) {
+            const float u = pu[i];
+            const float z = k * (u + 0.044715f * u * u * u);
+            py[i] = u / (1.0f + detail::fast_exp(-2.0f * z));
+        }
+    }
+
+    void gelu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override {
+        if (x.dtype() != DType::f32) return reference_->gelu_backward(x, y, dy, dx);
+        // The forward's tanh is in its output: y = 0.5 u (1 + t), so t = 2y/u - 1 (and 0 at
+        // u = 0). The derivative is then plain arithmetic, one vectorised pass — oneDNN's own
+        // GELU backward computes tanh again and took three times the forward's time.
+        const float *pu = x.data<float>(), *py = y.data<float>(), *pdy = dy.data<float>();
+        float* pdx = dx.data<float>();
+        const float k = 0.7978845608028654f;  // sqrt(2/pi)
+        const int64_t n = x.numel();
+#pragma omp parallel for simd schedule(static) if (n > kParallelWork)
+        for (int64_t i = 0; i < n; ++i) {
+            const float u = pu[i];
+            const float t = u != 0.0f ? 2.0f * py[i] / u - 1.0f : 0.0f;
+            const float dt = (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * u * u);
+            pdx[i] = pdy[i] * (0.5f * (1.0f + t) + 0.5f * u * dt);
+        }
+    }
+
+    // ---- softmax ----
+
+    void softmax_forward(const Tensor& x, bool causal, Tensor& y) override {
+        if (x.dtype() != DType::f32) return reference_->softmax_forward(x, causal, y);
+        const int64_t Tk = x.dim(-1), Tq = x.rank() >= 2 ? x.dim(-2) : 1, rows = x.numel() / Tk;
+        const float* px = x.data<float>();
+        float* py = y.data<float>();
+        // Row by row: y = exp(x - max) / sum over the keys the query may read, and exactly 0
+        // beyond them (causal). One pass each for max, exp and scale, vectorised; the masked
+        // tail is never exponentiated. (oneDNN's softmax has no mask: it needed a masked copy first.)
+#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t visible = causal ? std::min(Tk, r % Tq + (Tk - Tq) + 1) : Tk;
+            const float* in = px + r * Tk;
+            float* out = py + r * Tk;
+            float max = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : max)
+            for (int64_t j = 0; j < visible; ++j) max = std::max(max, in[j]);
+            float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+            for (int64_t j = 0; j < visible; ++j) {
+                out[j] = detail::fast_exp(in[j] - max);
+                sum += out[j];
+            }
+            const float inv_sum = 1.0f / sum;
+#pragma omp simd
+            for (int64_t j = 0; j < visible; ++j) out[j] *= inv_sum;
+            std::fill(out + visible, out + Tk, 0.0f);
+        }
+    }
+
+    void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
+        if (y.dtype() != DType::f32) return reference_->softmax_backward(y, dy, dx);
+        const int64_t Tk = y.dim(-1), rows = y.numel() / Tk;
+        if (rows == 0) return;
+        // dx = y * (dy - sum(dy * y)): where y is 0 (the causal mask), dx is exactly 0.
+        run(softmax_kernel(rows, Tk, /*backward=*/true),
+            {{DNNL_ARG_DST, y.data<float>()}, {DNNL_ARG_DIFF_DST, dy.data<float>()}, {DNNL_ARG_DIFF_SRC, dx.data<float>()}});
+    }
+
+    // ---- attention ----
+    // Causal attention whose T and d are multiples of 16 runs one (batch, head) per task with
+    // its blocks in cache (attention_blocks.cpp); any other attention (cross-attention,
+    // sampling's new queries against a longer cache, odd T or d) is Backend's composition of
+    // products and softmax.
+    static bool in_blocks(bool causal, int64_t Tq, int64_t Tk, int64_t d) {
+        return causal && Tq == Tk && Tq > 0 && Tq % 16 == 0 && d > 0 && d % 16 == 0;
+    }
+
+    // task(p, scratch) for every (batch, head) pair p, over the threads, each with its own scratch.
+    template <class Task>
+    void for_each_head(int64_t pairs, int64_t T, int64_t d, Task&& task) {
+        const int64_t per_thread = detail::attention_scratch_floats(T, d);
+        const size_t needed = static_cast<size_t>(per_thread) * omp_get_max_threads();
+        if (attention_scratch_.size() < needed) attention_scratch_.resize(needed);  // grows, never shrinks
+        float* scratch = attention_scratch_.data();
+#pragma omp parallel for schedule(static)
+        for (int64_t p = 0; p < pairs; ++p) task(p, scratch + omp_get_thread_num() * per_thread);
+    }
+
+    void attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, double alpha, bool causal,
+                           Tensor& heads, Tensor& weights) override {
+        if (q.dtype() != DType::f32) return reference_->attention_forward(q, k, v, alpha, causal, heads, weights);
+        const int64_t T = q.dim(-2), d = q.dim(-1);
+        if (!in_blocks(causal, T, k.dim(-2), d))
+            return Backend::attention_forward(q, k, v, alpha, causal, heads, weights);
+        const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>();
+        float *ph = heads.data<float>(), *pw = weights.data<float>();
+        for_each_head(q.numel() / (T * d), T, d, [&](int64_t p, float* scratch) {
+            const int64_t at = p * T * d;  // this pair's [T,d] blocks
+            detail::attention_forward_block({pq + at, pk + at, pv + at, d}, T, d, static_cast<float>(alpha), ph + at, d,
+                                            pw + p * T * T, scratch);
+        });
+    }
+
+    void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& weights,
+                            const Tensor& d_heads, double alpha, bool causal, Tensor& dq, Tensor& dk,
+                            Tensor& dv) override {
+        if (q.dtype() != DType::f32)
+            return reference_->attention_backward(q, k, v, weights, d_heads, alpha, causal, dq, dk, dv);
+        const int64_t T = q.dim(-2), d = q.dim(-1);
+        if (!in_blocks(causal, T, k.dim(-2), d))
+            return Backend::attention_backward(q, k, v, weights, d_heads, alpha, causal, dq, dk, dv);
+        const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>(), *pw = weights.data<float>(),
+                    *pdh = d_heads.data<float>();
+        float *pdq = dq.data<float>(), *pdk = dk.data<float>(), *pdv = dv.data<float>();
+        for_each_head(q.numel() / (T * d), T, d, [&](int64_t p, float* scratch) {
+            const int64_t at = p * T * d;
+            detail::attention_backward_block({pq + at, pk + at, pv + at, d}, pw + p * T * T, pdh + at, d, T, d,
+                                             static_cast<float>(alpha), pdq + at, pdk + at, pdv + at, d, scratch);
+        });
+    }
+
+    // Self-attention in blocks reads each head straight out of qkv [B,T,3D] (rows 3D apart),
+    // rotates its q and k in cache, and writes its output into its features of merged [B,T,D];
+    // the backward writes dq, dk and dv into their places in d_qkv. No [3,B,H,T,d] copy of the
+    // heads either way.
+    void self_attention_forward(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, double alpha,
+                                bool causal, Tensor& merged, Tensor& weights) override {
+        if (qkv.dtype() != DType::f32)
+            return reference_->self_attention_forward(qkv, n_heads, rope, start, alpha, causal, merged, weights);
+        const int64_t B = qkv.dim(0), T = qkv.dim(1), D = qkv.dim(2) / 3, H = n_heads, d = D / H;
+        if (!in_blocks(causal, T, T, d))
+            return Backend::self_attention_forward(qkv, n_heads, rope, start, alpha, causal, merged, weights);
+        const RopeTable* table = rope ? &rope_table(start, T, d) : nullptr;
+        const float* pqkv = qkv.data<float>();
+        float *pm = merged.data<float>(), *pw = weights.data<float>();
+        for_each_head(B * H, T, d, [&](int64_t p, float* scratch) {
+            const int64_t b = p / H, h = p % H;
+            detail::attention_forward_block(head_of(pqkv + b * T * 3 * D + h * d, D, table), T, d,
+                                            static_cast<float>(alpha), pm + b * T * D + h * d, D, pw + p * T * T,
+                                            scratch);
+        });
+    }
+
+    void self_attention_backward(const Tensor& qkv, const Tensor& weights, const Tensor& d_merged, int64_t n_heads,
+                                 bool rope, int64_t start, double alpha, bool causal, Tensor& d_qkv) override {
+        if (qkv.dtype() != DType::f32)
+            return reference_->self_attention_backward(qkv, weights, d_merged, n_heads, rope, start, alpha, causal,
+                                                       d_qkv);
+        const int64_t B = qkv.dim(0), T = qkv.dim(1), D = qkv.dim(2) / 3, H = n_heads, d = D / H;
+        if (!in_blocks(causal, T, T, d))
+            return Backend::self_attention_backward(qkv, weights, d_merged, n_heads, rope, start, alpha, causal,
+                                                    d_qkv);
+        const RopeTable* table = rope ? &rope_table(start, T, d) : nullptr;
+        const float *pqkv = qkv.data<float>(), *pw = weights.data<float>(), *pdm = d_merged.data<float>();
+        float* pdqkv = d_qkv.data<float>();
+        for_each_head(B * H, T, d, [&](int64_t p, float* scratch) {
+            const int64_t b = p / H, h = p % H;
+            float* dq = pdqkv + b * T * 3 * D + h * d;  // dk and dv follow D and 2D floats later
+            detail::attention_backward_block(head_of(pqkv + b * T * 3 * D + h * d, D, table), pw + p * T * T,
+                                             pdm + b * T * D + h * d, D, T, d, static_cast<float>(alpha), dq, dq + D,
+                                             dq + 2 * D, 3 * D, scratch);
+        });
+    }
+
+    // ---- rope ----
+
+    void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) override {
+        if (x.dtype() != DType::f32) return reference_->rope(x, start, inverse, out);
+        const int64_t d = x.dim(-1), T = x.dim(-2), rows = x.numel() / d, half = d / 2;
+        const RopeTable& table = rope_table(start, T, d);  // [T, d/2] cos and sin
+        const float sign = inverse ? -1.0f : 1.0f;        // the inverse rotates by -theta
+        const float* px = x.data<float>();
+        float* po = out.data<float>();
+#pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
+        for (int64_t r = 0; r < rows; ++r)
+            detail::rotate_pairs(px + r * d, po + r * d, table.cos.data() + (r % T) * half,
+                                 table.sin.data() + (r % T) * half, half, sign);
+    }
+
+    // ---- self-attention's heads ----
+
+    void qkv_to_heads(const Tensor& qkv, int64_t n_heads, bool rope, int64_t start, Tensor& heads) override {
+        if (qkv.dtype() != DType::f32) return reference_->qkv_to_heads(qkv, n_heads, rope, start, heads);
+        move_qkv(const_cast<float*>(qkv.data<float>()), heads.data<float>(), qkv.dim(0), qkv.dim(1), qkv.dim(2) / 3,
+                 n_heads, rope, start, /*to_heads=*/true);
+    }
+
+    void heads_to_qkv(const Tensor& d_heads, bool rope, int64_t start, Tensor& d_qkv) override {
+        if (d_heads.dtype() != DType::f32) return reference_->heads_to_qkv(d_heads, rope, start, d_qkv);
+        move_qkv(d_qkv.data<float>(), const_cast<float*>(d_heads.data<float>()), d_qkv.dim(0), d_qkv.dim(1),
+                 d_qkv.dim(2) / 3, d_heads.dim(2), rope, start, /*to_heads=*/false);
+    }
+
+    // Each (part, b, h) block of T rows of d numbers moves between qkv [B,T,3D] (rows 3D
+    // apart) and heads [3,B,H,T,d] (contiguous), q's and k's pairs rotated by +theta on the
+    // way to the heads, -theta on the way back. Threads take whole blocks.
+    void move_qkv(float* qkv, float* heads, int64_t B, int64_t T, int64_t D, int64_t H, bool rope, int64_t start,
+                  bool to_heads) {
+        const int64_t d = D / H, half = d / 2, blocks = 3 * B * H;
+        const RopeTable& table = rope_table(start, T, d);  // [T, d/2] cos and sin
+        const float sign = to_heads ? 1.0f : -1.0f;
+#pragma omp parallel for schedule(static) if (blocks * T * d > kParallelWork)
+        for (int64_t block = 0; block < blocks; ++block) {
+            const int64_t part = block / (B * H), b = block / H % B, h = block % H;
+            for (int64_t t = 0; t < T; ++t) {
+                float* row_qkv = qkv + (b * T + t) * 3 * D + part * D + h * d;
+                float* row_heads = heads + (block * T + t) * d;
+                const float* from = to_heads ? row_qkv : row_heads;
+                float* to = to_heads ? row_heads : row_qkv;
+                if (!rope || part == 2) {
+                    std::copy_n(from, d, to);
+                    continue;
+                }
+                detail::rotate_pairs(from, to, table.cos.data() + t * half, table.sin.data() + t * half, half, sign);
+            }
+        }
+    }
+
+    // ---- cross-entropy ----
+
+    void cross_entropy_forward(const Tensor& logits, const Tensor& targets, Tensor& loss, Tensor& probs) override {
+        if (logits.dtype() != DType::f32) return reference_->cross_entropy_forward(logits, targets, loss, probs);
+        const int64_t V = logits.dim(-1), N = logits.numel() / V;
+        const float* pl = logits.data<float>();
+        float* pp = probs.data<float>();
+        const int32_t* pt = targets.data<int32_t>();
+        run(softmax_kernel(N, V, /*backward=*/false), {{DNNL_ARG_SRC, pl}, {DNNL_ARG_DST, pp}});
+        // Each row's loss is -log p[target]. A probability that underflowed (a confident,
+        // wrong model) would give infinity, so such a row is redone with log-sum-exp.
+        row_losses_.resize(N);
+#pragma omp parallel for schedule(static) if (N * V > kParallelWork)
+        for (int64_t n = 0; n < N; ++n) {
+            const float p = pp[n * V + pt[n]];
+            row_losses_[n] = p >= std::numeric_limits<float>::min() ? -std::log(static_cast<double>(p))
+                                                                     : log_sum_exp(pl + n * V, V) - pl[n * V + pt[n]];
+        }
+        double total = 0;  // summed in order, on one thread: deterministic
+        for (int64_t n = 0; n < N; ++n) total += row_losses_[n];
+        loss.data<float>()[0] = static_cast<float>(total / N);
+    }
+
+    void cross_entropy_backward(const Tensor& probs, const Tensor& targets, double d_loss, Tensor& d_logits) override {
+        if (probs.dtype() != DType::f32) return reference_->cross_entropy_backward(probs, targets, d_loss, d_logits);
+        const int64_t V = probs.dim(-1), N = probs.numel() / V;
+        const float* pp = probs.data<float>();
+        const int32_t* pt = targets.data<int32_t>();
+        float* pd = d_logits.data<float>();
+        const float g = static_cast<float>(d_loss / N);
+#pragma omp parallel for schedule(static) if (N * V > kParallelWork)
+        for (int64_t n = 0; n < N; ++n) {
+            for (int64_t v = 0; v < V; ++v) pd[n * V + v] = g * pp[n * V + v];
+            pd[n * V + pt[n]] = g * (pp[n * V + pt[n]] - 1.0f);
+        }
+    }
+
+private:
+    // Layer norm with a per-channel weight (oneDNN: scale) and bias (shift).
+    static dnnl::normalization_flags scale_and_shift() {
+        return dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    }
+
+    // cos and sin of every angle rope needs for one (start, T, d), [T, d/2] each.
+    struct RopeTable {
+        int64_t start = -1, T = 0, d = 0;
+        std::vector<float> cos, sin;
+        std::vector<float> cos_pairs, sin_pairs;  // [T, d]: per feature, for attention's blocks (HeadInputs)
+    };
+
+    std::unique_ptr<Backend> reference_ = make_reference_backend();
+    dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
+    dnnl::stream stream_{engine_};
+    std::unordered_map<std::string, Kernel> kernels_;
+    RopeTable rope_table_;  // the last one made: training asks for the same one every time
+    std::vector<float> variance_, unused_shift_;  // layer_norm_backward's scratch [N], [C]
+    std::vector<double> row_losses_;  // cross_entropy_forward's scratch [N]
+    std::vector<float> attention_scratch_;  // for_each_head's, for every thread
+
+    // One head of self-attention inside qkv [B,T,3D]: its q at `q`, its k and v D and 2D
+    // floats later, rows 3D apart; rope's tables when given.
+    static detail::HeadInputs head_of(const float* q, int64_t D, const RopeTable* table) {
+        if (!table) return {q, q + D, q + 2 * D, 3 * D};
+        return {q, q + D, q + 2 * D, 3 * D, table->cos_pairs.data(), table->sin_pairs.data()};
+    }
+
+    // The kernel cached under `key` (the thread count is part of it: oneDNN fixes a
+    // primitive's work split when it makes it), made by make() on first use.
+    template <class Make>
+    Kernel& cached(const std::string& key, Make&& make) {
+        const std::string full_key = key + " threads " + std::to_string(omp_get_max_threads());
+        auto found = kernels_.find(full_key);
+        if (found == kernels_.end()) found = kernels_.emplace(full_key, make()).first;
+        return found->second;
+    }
+
+    Kernel make_kernel(dnnl::primitive primitive, const std::vector<std::pair<int, memory::desc>>& args) {
+        Kernel k{std::move(primitive), {}};
+        for (const auto& [arg, desc] : args) k.args.emplace(arg, memory(desc, engine_, DNNL_MEMORY_NONE));
+        return k;
+    }
+
+    // Points the kernel's memories at this call's buffers and runs it.
+    void run(Kernel& k, const std::vector<std::pair<int, const void*>>& buffers) {
+        for (const auto& [arg, pointer] : buffers) k.args.at(arg).set_data_handle(const_cast<void*>(pointer));
+        k.primitive.execute(stream_, k.args);
+        stream_.wait();
+    }
+
+    // A product's two operands: float32 both, or bf16 both (mixed precision).
+    struct Operands {
+        const std::byte *a, *b;
+        memory::data_type type;
+        size_t element_bytes;
+        Operands entry(int64_t i, const GemmSpec& s) const {  // batch entry i's
+            return {a + i * s.stride_a * element_bytes, b + i * s.stride_b * element_bytes, type, element_bytes};
+        }
+    };
+    static Operands operands_of(const Tensor& a, const Tensor& b) {
+        auto start = [](const Tensor& t) { return t.storage()->bytes() + t.offset_bytes(); };
+        if (a.dtype() == DType::bf16 && b.dtype() == DType::bf16) return {start(a), start(b), bf16, 2};
+        return {reinterpret_cast<const std::byte*>(a.data<float>()), reinterpret_cast<const std::byte*>(b.data<float>()),
+                f32, 4};
+    }
+
+    // c = alpha · op(a) @ op(b) (+ c), batched as GemmSpec says (stride_c is not 0 here, or batch is 1);
+    // with a bias [N], + bias on every row; with a residual (shaped as c, batch 1), + residual.
+    void matmul(const Operands& in, float* c, GemmSpec s, const float* bias = nullptr,
+                const float* residual = nullptr) {
+        // One matrix each: the strides mean nothing, and left in they would describe a
+        // batch axis that is not densely packed, which oneDNN's fastest matmul (brgemm) refuses.
+        if (s.batch == 1) s.stride_a = s.stride_b = s.stride_c = 0;
+        if (s.K == 0) {  // an empty sum
+            if (!s.accumulate) std::fill(c, c + (s.batch - 1) * s.stride_c + s.M * s.N, 0.0f);
+            return;
+        }
+        const float alpha = static_cast<float>(s.alpha);
+        if (s.trans_a && !bias && !residual && in.type == f32) {
+            // Float32 products with a transposed a — every weight gradient, dW = dYᵀ X, and attention's
+            // dV = weightsᵀ dO and dK = dScoresᵀ q — go through oneDNN's BLAS-style sgemm.
+            // Measured on this project's shapes inside a training step, it is 15-30 % faster
+            // there than the matmul primitive (whose fastest kernel first copies a transposed a),
+            // and the whole Shakespeare step 6 % faster; elsewhere the matmul primitive is as
+            // fast or faster. A batch runs one whole product per thread (sgemm called inside a
+            // parallel region keeps to its thread): 35-45 % faster than the batched primitive
+            // on attention's 64×64 blocks. beta = 1 adds into c.
+            // bf16 has no such call: its matmul kernel reads the transposed a itself, which on
+            // the weight gradients' shapes takes 15-27 % longer than a plain a (measured
+            // standalone) and far less than transposing it first.
+            const float *a = reinterpret_cast<const float*>(in.a), *b = reinterpret_cast<const float*>(in.b);
+            const float beta = s.accumulate ? 1.0f : 0.0f;
+            auto product = [&](int64_t i) {  // entry i of the batch; true if it failed
+                return dnnl_sgemm('T', s.trans_b ? 'T' : 'N', s.M, s.N, s.K, alpha, a + i * s.stride_a, s.M,
+                                  b + i * s.stride_b, s.trans_b ? s.K : s.N, beta, c + i * s.stride_c, s.N) != dnnl_success;
+            };
+            bool failed = false;
+            if (s.batch == 1) {
+                failed = product(0);  // outside any parallel region: sgemm uses every thread
+            } else {
+#pragma omp parallel for schedule(static) reduction(|| : failed)
+                for (int64_t i = 0; i < s.batch; ++i) failed = product(i) || failed;
+            }
+            if (failed) throw std::runtime_error("oneDNN sgemm failed");
+            return;
+        }
+        // bf16 operands: oneDNN's kernel for bf16 inputs, float32 sums and float32 c, with the
+        // same bias, scale, residual and accumulation.
+        const memory::data_type input_type = in.type;
+        int32_t alpha_bits;
+        std::memcpy(&alpha_bits, &alpha, sizeof alpha_bits);
+        Kernel& k = cached(key_of("matmul", {s.batch, s.M, s.N, s.K, s.trans_a, s.trans_b, s.stride_a, s.stride_b,
+                                             s.stride_c, s.accumulate, alpha_bits, bias != nullptr,
+                                             residual != nullptr, input_type == bf16}),
+                           [&] {
+                               const memory::desc a_desc = matrix_desc(s.batch, s.M, s.K, s.trans_a, s.stride_a, input_type);
+                               const memory::desc b_desc = matrix_desc(s.batch, s.K, s.N, s.trans_b, s.stride_b, input_type);
+                               const memory::desc c_desc = matrix_desc(s.batch, s.M, s.N, false, s.stride_c);
+                               dnnl::primitive_attr attr;
+                               dnnl::post_ops ops;
+                               if (alpha != 1.0f) onednn::scale_output(attr, ops, alpha);  // c = alpha · a @ b
+                               if (s.accumulate) ops.append_sum(1.0f);  // c += a @ b: a "sum" post-op adds the old c
+                               // + residual: a binary post-op, whose input is named by its place among the post-ops
+                               const int residual_arg = DNNL_ARG_ATTR_MULTIPLE_POST_OP(ops.len()) | DNNL_ARG_SRC_1;
+                               if (residual) ops.append_binary(dnnl::algorithm::binary_add, c_desc);
+                               attr.set_post_ops(ops);
+                               std::vector<std::pair<int, memory::desc>> args = {
+                                   {DNNL_ARG_SRC, a_desc}, {DNNL_ARG_WEIGHTS, b_desc}, {DNNL_ARG_DST, c_desc}};
+                               const memory::desc bias_desc({1, 1, s.N}, f32, Dims{s.N, s.N, 1});  // [1,1,N], broadcast over rows
+                               if (bias) args.emplace_back(DNNL_ARG_BIAS, bias_desc);
+                               if (residual) args.emplace_back(residual_arg, c_desc);
+                               const auto pd = onednn::matmul(engine_, a_desc, b_desc, bias ? &bias_desc : nullptr,
+                                                              c_desc, attr);
+                               Kernel kernel = make_kernel(dnnl::matmul(pd), args);
+                               kernel.residual_arg = residual_arg;
+                               return kernel;
+                           });
+        std::vector<std::pair<int, const void*>> buffers = {{DNNL_ARG_SRC, in.a}, {DNNL_ARG_WEIGHTS, in.b},
+                                                            {DNNL_ARG_DST, c}};
+        if (bias) buffers.emplace_back(DNNL_ARG_BIAS, bias);
+        if (residual) buffers.emplace_back(k.residual_arg, residual);
+        run(k, buffers);
+    }
+
+    // Softmax over the last axis of [rows, n]; the backward takes y and dy and gives dx.
+    Kernel& softmax_kernel(int64_t rows, int64_t n, bool backward) {
+        return cached(key_of(backward ? "softmax_backward" : "softmax_forward", {rows, n}), [&] {
+            const memory::desc data({rows, n}, f32, memory::format_tag::ab);
+            const auto forward = onednn::softmax_forward(engine_, data, 1);
+            if (!backward)
+                return make_kernel(dnnl::softmax_forward(forward), {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data}});
+            const auto pd = onednn::softmax_backward(engine_, data, 1, forward);
+            return make_kernel(dnnl::softmax_backward(pd),
+                               {{DNNL_ARG_DST, data}, {DNNL_ARG_DIFF_DST, data}, {DNNL_ARG_DIFF_SRC, data}});
+        });
+    }
+
+    // cos and sin of theta = (start + t) * 10000^(-2j/d), computed in double and rounded to
+    // float as the reference does. Remade only when (start, T, d) changes.
+    const RopeTable& rope_table(int64_t start, int64_t T, int64_t d) {
+        RopeTable& table = rope_table_;
+        if (table.start == start && table.T == T && table.d == d) return table;
+        const int64_t half = d / 2;
+        table = RopeTable{start, T, d, std::vector<float>(T * half), std::vector<float>(T * half), {}, {}};
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t j = 0; j < half; ++j) {
+                const double theta = static_cast<double>(start + t) * std::pow(10000.0, -2.0 * j / d);
+                table.cos[t * half + j] = static_cast<float>(std::cos(theta));
+                table.sin[t * half + j] = static_cast<float>(std::sin(theta));
+            }
+        table.cos_pairs.resize(T * half * 2);
+        table.sin_pairs.resize(T * half * 2);
+        for (int64_t i = 0; i < T * half; ++i) {
+            table.cos_pairs[2 * i] = table.cos_pairs[2 * i + 1] = table.cos[i];
+            table.sin_pairs[2 * i] = -table.sin[i];
+            table.sin_pairs[2 * i + 1] = table.sin[i];
+        }
+        return table;
+    }
+
+    // log(sum exp(row)), in double, shifted by the row's maximum so nothing overflows.
+    static double log_sum_exp(const float* row, int64_t n) {
+        const double max = *std::max_element(row, row + n);
+        double sum = 0;
+        for (int64_t v = 0; v < n; ++v) sum += std::exp(row[v] - max);
+        return max + std::log(sum);
+    }
+
+    // sum_to for any broadcast (e.g. [B,T,D] → [T,1]): the reference's walk, on one thread.
+    static void sum_to_any(const Tensor& in, Tensor& out, const Broadcast& target) {
+        const float* pi = in.data<float>();
+        float* po = out.data<float>();
+        std::fill(po, po + out.numel(), 0.0f);
+        const Shape& shape = in.shape();
+        const int64_t last = static_cast<int64_t>(shape.size()) - 1;
+        const int64_t inner = shape.empty() ? 1 : shape.back(), rows = in.numel() / std::max<int64_t>(inner, 1);
+        const int64_t step = shape.empty() ? 0 : target.strides.back();
+        for (int64_t r = 0; r < rows; ++r) {
+            float* row_out = po + row_offset(r, last, shape, target.strides);
+            for (int64_t j = 0; j < inner; ++j) row_out[j * step] += pi[r * inner + j];
+        }
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_onednn_backend() { return std::make_unique<OneDnnBackend>(); }
+
+}  // namespace tinyformer

@@ -1,0 +1,202 @@
+#include "tinyformer/model/decoder.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace tinyformer {
+
+namespace {
+
+// Outputs are computed in blocks of 64 (four AVX-512 registers of floats), so the sums
+// stay in registers while the loop runs over the inputs. Weight rows are padded to whole blocks.
+constexpr int64_t kBlock = 64;
+int64_t padded(int64_t n) { return (n + kBlock - 1) / kBlock * kBlock; }
+
+// out = W x (+ bias) for one vector x [n_in], with W given transposed, W^T [n_in, stride]
+// (stride: n_out padded to whole blocks): out += x[i] · (row i of W^T) for every i. Each
+// step is a whole-register multiply-add over a block of outputs; the row-by-row form (a
+// dot product per output) would end every output with a slow sum across one register.
+void linear(const float* W_t, int64_t stride, const float* bias, const float* x, int64_t n_in, int64_t n_out,
+            float* out) {
+    for (int64_t block = 0; block < n_out; block += kBlock) {
+        float sums[kBlock] = {};
+        for (int64_t i = 0; i < n_in; ++i) {
+            const float xi = x[i];
+            const float* row = W_t + i * stride + block;
+#pragma omp simd
+            for (int64_t o = 0; o < kBlock; ++o) sums[o] += xi * row[o];
+        }
+        for (int64_t o = 0; o < kBlock && block + o < n_out; ++o)
+            out[block + o] = bias ? sums[o] + bias[block + o] : sums[o];
+    }
+}
+
+// A weight [out, in] of the model, copied transposed to [in, padded(out)] for linear() above.
+std::vector<float> transposed(const Transformer& model, const std::string& name) {
+    const Tensor& w = model.parameters().get(name);
+    const int64_t n_out = w.dim(0), n_in = w.dim(1), stride = padded(n_out);
+    const float* pw = w.data<float>();
+    std::vector<float> w_t(n_in * stride, 0.0f);
+    for (int64_t o = 0; o < n_out; ++o)
+        for (int64_t i = 0; i < n_in; ++i) w_t[i * stride + o] = pw[o * n_in + i];
+    return w_t;
+}
+
+void layer_norm(const float* x, const float* weight, const float* bias, int64_t D, float* out) {
+    float mean = 0.0f;
+    for (int64_t i = 0; i < D; ++i) mean += x[i];
+    mean /= static_cast<float>(D);
+    float variance = 0.0f;
+    for (int64_t i = 0; i < D; ++i) variance += (x[i] - mean) * (x[i] - mean);
+    variance /= static_cast<float>(D);
+    const float rstd = 1.0f / std::sqrt(variance + 1e-5f);
+    for (int64_t i = 0; i < D; ++i) out[i] = (x[i] - mean) * rstd * weight[i] + bias[i];
+}
+
+// tanh(y) = 1 - 2 / (1 + exp(2y)): one expf, about three times faster than tanhf, and
+// exact to float rounding where it matters (GELU multiplies it by u/2).
+float gelu_tanh(float u) {
+    const float k = 0.7978845608028654f;  // sqrt(2/pi)
+    const float y = k * (u + 0.044715f * u * u * u);
+    return 0.5f * u * (2.0f - 2.0f / (1.0f + std::exp(2.0f * y)));  // 0.5 u (1 + tanh y)
+}
+
+const float* weights(const Transformer& model, const std::string& name) {
+    return model.parameters().get(name).data<float>();
+}
+
+}  // namespace
+
+Decoder::Decoder(const Transformer& model) : config_(model.config()), rope_(model.config().positions == "rope") {
+    if (model.parameters().dtype() != DType::f32) throw std::invalid_argument("decoder: the model must be float32");
+    const int64_t D = config_.d_model, H = config_.n_heads, T = config_.context, d = config_.head_width();
+    tok_emb_ = weights(model, "tok_emb.weight");
+    pos_emb_ = rope_ ? nullptr : weights(model, "pos_emb.weight");
+    ln_f_weight_ = weights(model, "ln_f.weight");
+    ln_f_bias_ = weights(model, "ln_f.bias");
+    lm_head_t_ = transposed(model, "lm_head.weight");
+    for (int64_t i = 0; i < config_.n_layers; ++i) {
+        const std::string b = "blocks." + std::to_string(i) + ".";
+        layers_.push_back(Layer{weights(model, b + "ln1.weight"), weights(model, b + "ln1.bias"),
+                                weights(model, b + "ln2.weight"), weights(model, b + "ln2.bias"),
+                                weights(model, b + "mlp.fc1.bias"), weights(model, b + "mlp.fc2.bias"),
+                                transposed(model, b + "attn.q_proj.weight"), transposed(model, b + "attn.k_proj.weight"),
+                                transposed(model, b + "attn.v_proj.weight"), transposed(model, b + "attn.out_proj.weight"),
+                                transposed(model, b + "mlp.fc1.weight"), transposed(model, b + "mlp.fc2.weight"),
+                                std::vector<float>(H * d * padded(T)), std::vector<float>(H * T * padded(d)),
+                                std::vector<float>(H * T), std::vector<float>(H * d), std::vector<bool>(H, false)});
+    }
+    x_.resize(D), h_.resize(D), q_.resize(D), k_.resize(D), v_.resize(D), heads_.resize(D), attn_out_.resize(D);
+    hidden_.resize(4 * D), logits_.resize(config_.vocab_size);
+    for (int64_t j = 0; j < d / 2; ++j) inverse_frequency_.push_back(std::pow(10000.0, -2.0 * j / d));
+    rope_cos_.resize(d / 2), rope_sin_.resize(d / 2);
+}
+
+void Decoder::reset() { length_ = 0, position_ = 0; }
+
+// Rotates pairs (2j, 2j+1) of one head's [d] by this position's angles (see step()).
+void Decoder::rotate(float* u) const {
+    const int64_t half = config_.head_width() / 2;
+    for (int64_t j = 0; j < half; ++j) {
+        const float c = rope_cos_[j], s = rope_sin_[j];
+        const float u0 = u[2 * j], u1 = u[2 * j + 1];
+        u[2 * j] = u0 * c - u1 * s;
+        u[2 * j + 1] = u0 * s + u1 * c;
+    }
+}
+
+// q, k, v = h W^T; this position's k and v join the cache; each head's query reads every
+// cached position: softmax(q·k / sqrt(d)) weighted sum of v; the heads, side by side, go
+// through out_proj.
+void Decoder::attention(Layer& layer, const float* h, float* out) {
+    const int64_t D = config_.d_model, H = config_.n_heads, T = config_.context, d = config_.head_width();
+    linear(layer.q_proj_t.data(), padded(D), nullptr, h, D, D, q_.data());  // [D] = H heads of [d]
+    linear(layer.k_proj_t.data(), padded(D), nullptr, h, D, D, k_.data());
+    linear(layer.v_proj_t.data(), padded(D), nullptr, h, D, D, v_.data());
+    // Attention sums over the cached positions in any order, so once the ring is full the
+    // new position simply takes the oldest one's slot.
+    const int64_t slot = position_ % T, cached = length_ + 1;  // slots to read, this one included
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    for (int64_t head = 0; head < H; ++head) {
+        float* q = q_.data() + head * d;
+        float* k = k_.data() + head * d;
+        if (rope_) {
+            rotate(q);
+            rotate(k);
+        }
+        float* keys_t = layer.keys_t.data() + head * d * padded(T);  // [d, padded(T)]
+        float* values = layer.values.data() + head * T * padded(d);  // [T, padded(d)]
+        for (int64_t i = 0; i < d; ++i) keys_t[i * padded(T) + slot] = k[i] * scale;  // stored pre-scaled
+        std::copy_n(v_.data() + head * d, d, values + slot * padded(d));
+
+        // scores[p] = q · key_p / sqrt(d) for every cached slot: a product with the keys' matrix.
+        float* scores = layer.weights.data() + head * T;  // [cached], softmaxed in place
+        linear(keys_t, padded(T), nullptr, q, d, cached, scores);
+        const float max_score = *std::max_element(scores, scores + cached);
+        float sum = 0.0f;
+        for (int64_t p = 0; p < cached; ++p) sum += scores[p] = std::exp(scores[p] - max_score);
+        for (int64_t p = 0; p < cached; ++p) scores[p] /= sum;  // the attention weights
+        // The head's output: the values weighted by them, a product with the values' matrix.
+        linear(values, padded(d), nullptr, scores, cached, d, heads_.data() + head * d);
+        if (layer.ablated[head])  // ablation: the head's output replaced, its weights kept
+            std::copy_n(layer.ablated_output.data() + head * d, d, heads_.data() + head * d);
+    }
+    linear(layer.out_proj_t.data(), padded(D), nullptr, heads_.data(), D, D, out);
+}
+
+const float* Decoder::attention_weights(int64_t layer, int64_t head) const {
+    if (layer < 0 || layer >= config_.n_layers || head < 0 || head >= config_.n_heads)
+        throw std::out_of_range("decoder: no layer " + std::to_string(layer) + " head " + std::to_string(head));
+    return layers_[layer].weights.data() + head * config_.context;
+}
+
+void Decoder::ablate(int64_t layer, int64_t head, const std::vector<float>& replacement) {
+    const int64_t d = config_.head_width();
+    attention_weights(layer, head);  // checks the indices
+    if (!replacement.empty() && static_cast<int64_t>(replacement.size()) != d)
+        throw std::invalid_argument("decoder: an ablated head's replacement has " + std::to_string(replacement.size()) +
+                                    " values, expected d = " + std::to_string(d));
+    Layer& block = layers_[layer];
+    block.ablated[head] = true;
+    float* output = block.ablated_output.data() + head * d;
+    if (replacement.empty()) std::fill_n(output, d, 0.0f);
+    else std::copy(replacement.begin(), replacement.end(), output);
+}
+
+const std::vector<float>& Decoder::step(int32_t id) {
+    const int64_t D = config_.d_model, T = config_.context;
+    if (id < 0 || id >= config_.vocab_size)
+        throw std::out_of_range("decoder: id " + std::to_string(id) + " outside the vocabulary");
+    if (length_ == T) {  // full: with rope, this position overwrites the oldest one's slot
+        if (!rope_) throw std::logic_error("decoder: learned positions end at the context; reset() and refeed");
+        --length_;
+    }
+
+    if (rope_)  // this position's angles theta_j = position · 10000^(-2j/d), in double as the training path's rope
+        for (size_t j = 0; j < rope_cos_.size(); ++j) {
+            const double theta = static_cast<double>(position_) * inverse_frequency_[j];
+            rope_cos_[j] = static_cast<float>(std::cos(theta));
+            rope_sin_[j] = static_cast<float>(std::sin(theta));
+        }
+    std::copy_n(tok_emb_ + id * D, D, x_.data());  // x = tok_emb[id] (+ pos_emb[position])
+    if (!rope_)
+        for (int64_t i = 0; i < D; ++i) x_[i] += pos_emb_[position_ * D + i];
+    for (Layer& layer : layers_) {
+        layer_norm(x_.data(), layer.ln1_weight, layer.ln1_bias, D, h_.data());
+        attention(layer, h_.data(), attn_out_.data());
+        for (int64_t i = 0; i < D; ++i) x_[i] += attn_out_[i];  // residual
+        layer_norm(x_.data(), layer.ln2_weight, layer.ln2_bias, D, h_.data());
+        linear(layer.fc1_t.data(), padded(4 * D), layer.fc1_bias, h_.data(), D, 4 * D, hidden_.data());
+        for (float& u : hidden_) u = gelu_tanh(u);
+        linear(layer.fc2_t.data(), padded(D), layer.fc2_bias, hidden_.data(), 4 * D, D, attn_out_.data());
+        for (int64_t i = 0; i < D; ++i) x_[i] += attn_out_[i];  // residual
+    }
+    layer_norm(x_.data(), ln_f_weight_, ln_f_bias_, D, h_.data());
+    linear(lm_head_t_.data(), padded(config_.vocab_size), nullptr, h_.data(), D, config_.vocab_size, logits_.data());
+    ++length_, ++position_;
+    return logits_;
+}
+
+}  // namespace tinyformer

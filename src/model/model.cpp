@@ -1,0 +1,265 @@
+// The model, written as the lesson writes it. The math is in ../shared/docs/model-contract.md.
+#include "tinyformer/model/model.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+
+#include "tinyformer/engine/autograd.hpp"
+
+#include "tinyformer/engine/ops.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/engine/torch_rng.hpp"
+
+namespace tinyformer {
+
+void ModelConfig::validate() const {
+    auto fail = [](const std::string& key, const std::string& what) {
+        throw std::invalid_argument("model." + key + ": " + what);
+    };
+    if (vocab_size < 1) fail("vocab_size", "must be at least 1, got " + std::to_string(vocab_size));
+    if (d_model < 1) fail("d_model", "must be at least 1, got " + std::to_string(d_model));
+    if (n_heads < 1) fail("n_heads", "must be at least 1, got " + std::to_string(n_heads));
+    if (d_model % n_heads != 0)
+        fail("n_heads", "d_model " + std::to_string(d_model) + " is not divisible by n_heads " +
+                            std::to_string(n_heads) + " (each head needs a whole width d = D/H)");
+    if (n_layers < 1) fail("n_layers", "must be at least 1, got " + std::to_string(n_layers));
+    if (context < 1) fail("context", "must be at least 1, got " + std::to_string(context));
+    if (positions != "rope" && positions != "learned")
+        fail("positions", "expected \"rope\" or \"learned\", got \"" + positions + "\"");
+    if (positions == "rope" && head_width() % 2 != 0)
+        fail("n_heads", "rope rotates feature pairs, so the head width d_model/n_heads = " +
+                            std::to_string(head_width()) + " must be even");
+}
+
+std::vector<ParameterSpec> parameter_specs(const ModelConfig& c) {
+    const int64_t V = c.vocab_size, D = c.d_model;
+    std::vector<ParameterSpec> specs = {{"tok_emb.weight", {V, D}}};
+    if (c.positions == "learned") specs.push_back({"pos_emb.weight", {c.context, D}});
+    for (int64_t i = 0; i < c.n_layers; ++i) {
+        const std::string block = "blocks." + std::to_string(i) + ".";
+        specs.push_back({block + "ln1.weight", {D}});
+        specs.push_back({block + "ln1.bias", {D}});
+        for (const ParameterSpec& spec : MultiHeadAttention::parameter_specs(D, block + "attn."))
+            specs.push_back(spec);
+        specs.push_back({block + "ln2.weight", {D}});
+        specs.push_back({block + "ln2.bias", {D}});
+        specs.push_back({block + "mlp.fc1.weight", {4 * D, D}});
+        specs.push_back({block + "mlp.fc1.bias", {4 * D}});
+        specs.push_back({block + "mlp.fc2.weight", {D, 4 * D}});
+        specs.push_back({block + "mlp.fc2.bias", {D}});
+    }
+    specs.push_back({"ln_f.weight", {D}});
+    specs.push_back({"ln_f.bias", {D}});
+    specs.push_back({"lm_head.weight", {V, D}});
+    return specs;
+}
+
+// blocks.<i>.ln1.*, blocks.<i>.ln2.* and ln_f.*: weight 1, bias 0, nothing drawn.
+static bool is_layer_norm(const std::string& name) {
+    return name.find(".ln") != std::string::npos || name.rfind("ln_f.", 0) == 0;
+}
+
+// PyTorch's default initialisation, so that a run matches the reference's recipe:
+// nn.Embedding ~ N(0, 1); nn.Linear weight [out,in] and bias ~ U(-1/√in, 1/√in);
+// nn.LayerNorm weight 1, bias 0.
+static void initialise(Parameters& params, uint64_t seed) {
+    Rng rng(seed);
+    auto fill = [](Tensor p, const std::function<double()>& draw) {
+        for (int64_t i = 0; i < p.numel(); ++i) {
+            const double value = draw();
+            if (p.dtype() == DType::f32) p.data<float>()[i] = static_cast<float>(value);
+            else p.data<double>()[i] = value;
+        }
+    };
+    for (const auto& [name, param] : params.named()) {
+        Tensor p = param;
+        if (is_layer_norm(name)) {
+            p.fill(name.ends_with(".weight") ? 1.0 : 0.0);
+        } else if (name == "tok_emb.weight" || name == "pos_emb.weight") {
+            fill(p, [&] { return rng.normal(0.0, 1.0); });
+        } else {  // a linear layer's weight [out,in], or its bias [out]
+            const std::string weight_name = name.ends_with(".bias") ? name.substr(0, name.size() - 4) + "weight" : name;
+            const double bound = 1.0 / std::sqrt(static_cast<double>(params.get(weight_name).dim(1)));
+            fill(p, [&] { return (2.0 * rng.uniform() - 1.0) * bound; });
+        }
+    }
+}
+
+// The same recipe drawn from PyTorch's generator, in the order torch_model.py's Model
+// constructs its modules: tok_emb (normal_), pos_emb, then per block q/k/v/out_proj
+// (kaiming_uniform_ with a = √5, whose bound is √3·√(2/(1+a²))/√in = 1/√in, computed as torch
+// does), fc1 weight then bias, fc2 weight then bias; last lm_head. Layer norms draw nothing.
+void initialise_like_torch(Parameters& params, const ModelConfig& config, TorchRng& rng) {
+    for (const auto& [name, param] : params.named()) {
+        if (is_layer_norm(name)) {
+            Tensor p = param;
+            p.fill(name.ends_with(".weight") ? 1.0 : 0.0);
+        }
+    }
+    auto draw = [&](const std::string& name, auto&& fill) {
+        Tensor p = params.get(name);
+        if (p.dtype() == DType::f32) {
+            fill(p.data<float>(), p.numel());
+        } else {  // a float64 model (gradcheck): the same float32 draws, widened
+            std::vector<float> values(static_cast<size_t>(p.numel()));
+            fill(values.data(), p.numel());
+            std::copy(values.begin(), values.end(), p.data<double>());
+        }
+    };
+    auto embedding = [&](const std::string& name) {
+        draw(name, [&](float* values, int64_t n) { rng.normal(values, n, 0.0, 1.0); });
+    };
+    auto linear = [&](const std::string& prefix, bool has_bias) {
+        const double fan_in = static_cast<double>(params.get(prefix + "weight").dim(1));
+        const double a = std::sqrt(5.0), gain = std::sqrt(2.0 / (1.0 + a * a));
+        const double weight_bound = std::sqrt(3.0) * (gain / std::sqrt(fan_in));
+        draw(prefix + "weight", [&](float* values, int64_t n) { rng.uniform(values, n, -weight_bound, weight_bound); });
+        if (has_bias) {
+            const double bias_bound = 1.0 / std::sqrt(fan_in);
+            draw(prefix + "bias", [&](float* values, int64_t n) { rng.uniform(values, n, -bias_bound, bias_bound); });
+        }
+    };
+    embedding("tok_emb.weight");
+    if (config.positions == "learned") embedding("pos_emb.weight");
+    for (int64_t i = 0; i < config.n_layers; ++i) {
+        const std::string block = "blocks." + std::to_string(i) + ".";
+        for (const char* projection : {"q_proj.", "k_proj.", "v_proj.", "out_proj."})
+            linear(block + "attn." + projection, /*has_bias=*/false);
+        linear(block + "mlp.fc1.", /*has_bias=*/true);
+        linear(block + "mlp.fc2.", /*has_bias=*/true);
+    }
+    linear("lm_head.", /*has_bias=*/false);
+}
+
+Transformer::Transformer(const ModelConfig& config, uint64_t seed, DType dtype) : config_(config) {
+    config_.validate();
+    params_ = Parameters(parameter_specs(config_), dtype);
+    initialise(params_, seed);
+
+    tok_emb = params_.get("tok_emb.weight");
+    if (config_.positions == "learned") pos_emb = params_.get("pos_emb.weight");
+    for (int64_t i = 0; i < config_.n_layers; ++i) {
+        const std::string b = "blocks." + std::to_string(i) + ".";
+        blocks_.push_back(Block{params_.get(b + "ln1.weight"), params_.get(b + "ln1.bias"),
+                                MultiHeadAttention(params_, b + "attn.", config_.n_heads),
+                                params_.get(b + "ln2.weight"), params_.get(b + "ln2.bias"),
+                                params_.get(b + "mlp.fc1.weight"), params_.get(b + "mlp.fc1.bias"),
+                                params_.get(b + "mlp.fc2.weight"), params_.get(b + "mlp.fc2.bias")});
+    }
+    ln_f_weight = params_.get("ln_f.weight");
+    ln_f_bias = params_.get("ln_f.bias");
+    lm_head = params_.get("lm_head.weight");
+}
+
+Tensor Transformer::forward(const Tensor& ids, std::vector<Tensor>* attention_maps) const {
+    return forward(ids, ForwardHooks{.attention_maps = attention_maps});
+}
+
+Tensor Transformer::forward(const Tensor& ids, const ForwardHooks& hooks) const {
+    return linear(final_hidden(ids, hooks), lm_head);  // [B,T,V]
+}
+
+Tensor Transformer::loss(const Tensor& ids, const Tensor& targets, const ForwardHooks& hooks) const {
+    return linear_cross_entropy(final_hidden(ids, hooks), lm_head, targets);  // cross_entropy(forward(ids), targets)
+}
+
+Tensor Transformer::final_hidden(const Tensor& ids, const ForwardHooks& hooks) const {
+    if (ids.rank() != 2 || ids.dtype() != DType::i32)
+        throw ShapeError("model: ids must be i32 [B,T], got " + shape_str(ids.shape()));
+    const int64_t T = ids.dim(1);
+    if (T < 1 || T > config_.context)
+        throw ShapeError("model: sequence length " + std::to_string(T) + " outside 1.." +
+                         std::to_string(config_.context) + " (the context)");
+    const bool use_rope = config_.positions == "rope";
+
+    Tensor x = embedding(tok_emb, ids);  // [B,T,D]
+    if (!use_rope) {                     // learned absolute positions: row t of pos_emb
+        std::vector<int32_t> positions(T);
+        for (int64_t t = 0; t < T; ++t) positions[t] = static_cast<int32_t>(t);
+        x = add(x, embedding(pos_emb, Tensor::ids(positions, {T})));  // [B,T,D] + [T,D]
+    }
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+        const Block& block = blocks_[i];
+        Tensor h = layer_norm(x, block.ln1_weight, block.ln1_bias);                     // [B,T,D]
+        AttentionOptions options{
+            .causal = true, .rope = use_rope, .keep_heads = hooks.head_outputs != nullptr, .residual = x};
+        if (hooks.ablate_layer == static_cast<int64_t>(i)) {
+            options.ablate_head = hooks.ablate_head;
+            options.ablate_with = hooks.ablate_with;
+        }
+        AttentionResult attn = block.attn.forward(h, h, h, options);
+        if (hooks.attention_maps) hooks.attention_maps->push_back(attn.weights);        // [B,H,T,T]
+        if (hooks.head_outputs) hooks.head_outputs->push_back(attn.heads);              // [B,H,T,d]
+        x = attn.output;                                                                // x + attention(h)
+        h = layer_norm(x, block.ln2_weight, block.ln2_bias);                            // [B,T,D]
+        Tensor hidden = gelu(linear(h, block.fc1_weight, block.fc1_bias));              // [B,T,4D]
+        x = residual_linear(x, hidden, block.fc2_weight, block.fc2_bias);               // x + fc2(hidden)
+    }
+    return layer_norm(x, ln_f_weight, ln_f_bias);  // [B,T,D]
+}
+
+}  // namespace tinyformer
+
+namespace tinyformer {
+
+KVCache Transformer::make_cache() const {
+    KVCache cache;
+    const DType dtype = params_.dtype();
+    for (int64_t i = 0; i < config_.n_layers; ++i) {
+        cache.keys.push_back(Tensor::zeros({config_.n_heads, config_.context, config_.head_width()}, dtype));
+        cache.values.push_back(Tensor::zeros({config_.n_heads, config_.context, config_.head_width()}, dtype));
+    }
+    return cache;
+}
+
+// Drops the oldest `count` cached positions of every layer and head (rope only).
+static void drop_oldest(KVCache& cache, int64_t count) {
+    for (std::vector<Tensor>* caches : {&cache.keys, &cache.values})
+        for (Tensor& layer : *caches) {
+            const int64_t H = layer.dim(0), capacity = layer.dim(1), d = layer.dim(2);
+            const size_t element = dtype_size(layer.dtype());
+            std::byte* base = layer.storage()->bytes() + layer.offset_bytes();
+            for (int64_t h = 0; h < H; ++h) {
+                std::byte* head = base + h * capacity * d * element;
+                std::memmove(head, head + count * d * element, (cache.length - count) * d * element);
+            }
+        }
+    cache.length -= count;
+}
+
+Tensor Transformer::forward_cached(const Tensor& ids, KVCache& cache) const {
+    NoGradScope no_grad;
+    const int64_t Tn = ids.dim(1);
+    const bool use_rope = config_.positions == "rope";
+    if (Tn > config_.context)
+        throw ShapeError("model: " + std::to_string(Tn) + " new positions exceed the context " +
+                         std::to_string(config_.context));
+    if (cache.length + Tn > config_.context) {
+        if (!use_rope)
+            throw ShapeError("model: learned positions end at " + std::to_string(config_.context) +
+                             "; restart the cache with the last characters");
+        drop_oldest(cache, cache.length + Tn - config_.context);
+    }
+
+    Tensor x = embedding(tok_emb, ids);  // [1,Tn,D]
+    if (!use_rope) {
+        std::vector<int32_t> positions(Tn);
+        for (int64_t t = 0; t < Tn; ++t) positions[t] = static_cast<int32_t>(cache.next_position + t);
+        x = add(x, embedding(pos_emb, Tensor::ids(positions, {Tn})));
+    }
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+        const Block& block = blocks_[i];
+        Tensor h = layer_norm(x, block.ln1_weight, block.ln1_bias);
+        x = add(x, block.attn.forward_cached(h, cache.keys[i], cache.values[i], cache.length, cache.next_position,
+                                             use_rope));
+        h = layer_norm(x, block.ln2_weight, block.ln2_bias);
+        x = add(x, linear(gelu(linear(h, block.fc1_weight, block.fc1_bias)), block.fc2_weight, block.fc2_bias));
+    }
+    cache.length += Tn;
+    cache.next_position += Tn;
+    return linear(layer_norm(x, ln_f_weight, ln_f_bias), lm_head);  // [1,Tn,V]
+}
+
+}  // namespace tinyformer

@@ -1,0 +1,185 @@
+#include "tinyformer/train/bench.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/buffer_pool.hpp"
+#include "tinyformer/engine/rng.hpp"
+#include "tinyformer/model/sampler.hpp"
+#include "tinyformer/train/optim.hpp"
+
+namespace tinyformer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Random token ids, as torch_model.py bench uses: the speed of a step does not depend on
+// what the text says.
+struct RandomBatch {
+    Tensor inputs, targets;  // [B,T] i32
+};
+
+RandomBatch random_batch(int64_t B, int64_t T, int64_t V, Rng& rng) {
+    std::vector<int32_t> window(B * (T + 1));
+    for (int32_t& id : window) id = static_cast<int32_t>(rng.below(V));
+    std::vector<int32_t> inputs(B * T), targets(B * T);
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t) {
+            inputs[b * T + t] = window[b * (T + 1) + t];
+            targets[b * T + t] = window[b * (T + 1) + t + 1];
+        }
+    return {Tensor::ids(inputs, {B, T}), Tensor::ids(targets, {B, T})};
+}
+
+// One training step exactly as the trainer takes it: forward, backward, clipping, AdamW.
+// With a profile, the two optimizer passes (loops of their own, not backend kernels) are
+// timed into it too.
+void train_step(Transformer& model, AdamW& adam, const RandomBatch& batch, Profile* profile = nullptr) {
+    model.parameters().zero_grad();
+    Tensor loss = model.loss(batch.inputs, batch.targets);
+    loss.backward();
+    auto start = Clock::now();
+    clip_grad_norm(model.parameters(), 1.0);
+    if (profile) profile->add("optimizer: clip_grad_norm", seconds_since(start));
+    start = Clock::now();
+    adam.step(1e-3);
+    if (profile) profile->add("optimizer: AdamW", seconds_since(start));
+}
+
+std::vector<double> measure_training(const BenchOptions& options, BenchResult& result) {
+    MatmulPrecisionScope precision(options.precision == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::float32);
+    const int64_t B = options.batch_size, T = options.model.context;
+    Transformer model(options.model, options.seed);
+    AdamW adam(model.parameters(), OptimConfig{});
+    Rng rng(options.seed);
+    std::vector<RandomBatch> batches;  // made before the clock starts, cycled through
+    for (int i = 0; i < 8; ++i) batches.push_back(random_batch(B, T, options.model.vocab_size, rng));
+
+    int64_t step = 0;
+    for (int64_t i = 0; i < options.warmup_steps; ++i) train_step(model, adam, batches[step++ % batches.size()]);
+    const buffer_pool::Stats before = buffer_pool::stats();
+    std::vector<double> tokens_per_s;
+    for (int64_t r = 0; r < options.repeats; ++r) {
+        const auto start = Clock::now();
+        for (int64_t i = 0; i < options.steps_per_repeat; ++i)
+            train_step(model, adam, batches[step++ % batches.size()]);
+        tokens_per_s.push_back(static_cast<double>(options.steps_per_repeat * B * T) / seconds_since(start));
+    }
+    const buffer_pool::Stats after = buffer_pool::stats();
+    result.timed_buffer_allocations = after.system_allocations - before.system_allocations;
+    result.tensor_peak_mb = static_cast<double>(after.peak_bytes_in_use) / (1 << 20);
+    if (options.profile) {
+        ProfileScope scope(result.profile);
+        const auto start = Clock::now();
+        for (int64_t i = 0; i < options.steps_per_repeat; ++i)
+            train_step(model, adam, batches[step++ % batches.size()], &result.profile);
+        result.profile_seconds = seconds_since(start);
+        result.profile_steps = options.steps_per_repeat;
+    }
+    return tokens_per_s;
+}
+
+std::vector<double> measure_sampling(const BenchOptions& options) {
+    const int previous_threads = num_threads();
+    set_num_threads(options.sample_threads);
+    Transformer model(options.model, options.seed);
+    std::vector<char32_t> chars(options.model.vocab_size);
+    for (int64_t i = 0; i < options.model.vocab_size; ++i) chars[i] = U'A' + static_cast<char32_t>(i);
+    const Vocabulary vocab(chars);
+    SampleOptions sample;
+    sample.max_new = options.sample_chars;
+    sample.temperature = 1.0;
+    Rng rng(options.seed);
+    const std::u32string prompt(1, chars[0]);
+    generate(model, vocab, prompt, sample, rng);  // warm-up
+    std::vector<double> chars_per_s;
+    for (int64_t r = 0; r < options.repeats; ++r) {
+        const auto start = Clock::now();
+        const std::u32string text = generate(model, vocab, prompt, sample, rng);
+        chars_per_s.push_back(static_cast<double>(text.size()) / seconds_since(start));
+    }
+    set_num_threads(previous_threads);
+    return chars_per_s;
+}
+
+// The GEMMs the model itself runs in a training step: [B·T, D] times [D, D] (the attention
+// projections) and [D, 4D] (the MLP), through the current backend.
+std::vector<GemmMeasurement> measure_gemm(const BenchOptions& options) {
+    const int64_t rows = options.batch_size * options.model.context, D = options.model.d_model;
+    std::vector<GemmMeasurement> results;
+    for (int64_t N : {D, 4 * D}) {
+        GemmMeasurement m{rows, N, D, 0};
+        Tensor a = Tensor::full({m.M, m.K}, 0.5), b = Tensor::full({m.K, m.N}, 0.25), c = Tensor::zeros({m.M, m.N});
+        if (options.precision == "bf16") {  // the peak in the precision the steps use: bf16 operands
+            a = bf16_copy(a);
+            b = bf16_copy(b);
+        }
+        GemmSpec spec;
+        spec.M = m.M, spec.N = m.N, spec.K = m.K;
+        const double flops = 2.0 * m.M * m.N * m.K;
+        // Enough calls per repetition for a few milliseconds of work at ~100 GFLOP/s.
+        const int64_t calls = std::max<int64_t>(1, static_cast<int64_t>(5e8 / flops));
+        for (int64_t i = 0; i < calls; ++i) backend().gemm(a, b, c, spec);  // warm-up
+        for (int64_t r = 0; r < options.repeats; ++r) {
+            const auto start = Clock::now();
+            for (int64_t i = 0; i < calls; ++i) backend().gemm(a, b, c, spec);
+            m.gflops = std::max(m.gflops, flops * calls / seconds_since(start) / 1e9);
+        }
+        results.push_back(m);
+    }
+    return results;
+}
+
+double peak_rss_mb() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+}  // namespace
+
+double median(std::vector<double> values) {
+    if (values.empty()) return 0;
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double training_flops_per_token(const ModelConfig& m) {
+    const double L = static_cast<double>(m.n_layers), D = static_cast<double>(m.d_model);
+    const double V = static_cast<double>(m.vocab_size), T = static_cast<double>(m.context);
+    return 6.0 * (12.0 * L * D * D + D * V) + 12.0 * L * T * D;
+}
+
+double BenchResult::train_median() const { return median(train_tokens_per_s); }
+double BenchResult::sample_median() const { return median(sample_chars_per_s); }
+double BenchResult::gflops() const { return flops_per_token * train_median() / 1e9; }
+const GemmMeasurement& BenchResult::gemm_peak() const {
+    return *std::max_element(gemm.begin(), gemm.end(),
+                             [](const GemmMeasurement& a, const GemmMeasurement& b) { return a.gflops < b.gflops; });
+}
+
+BenchResult run_bench(const BenchOptions& options) {
+    options.model.validate();
+    if (options.model.vocab_size < 1) throw std::invalid_argument("bench: the vocabulary size must be set");
+    if (options.batch_size < 1 || options.repeats < 1 || options.steps_per_repeat < 1 || options.sample_chars < 1)
+        throw std::invalid_argument("bench: batch, repeats, steps and sample characters must be at least 1");
+    BenchResult result;
+    result.flops_per_token = training_flops_per_token(options.model);
+    result.gemm = measure_gemm(options);
+    result.train_tokens_per_s = measure_training(options, result);
+    result.sample_chars_per_s = measure_sampling(options);
+    result.peak_rss_mb = peak_rss_mb();
+    return result;
+}
+
+}  // namespace tinyformer

@@ -1,0 +1,455 @@
+#include "tinyformer/train/trainer.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "tinyformer/data/dataset.hpp"
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/build_info.hpp"
+#include "tinyformer/inspect/training_roles.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/support/plot.hpp"
+#include "tinyformer/train/checkpoint.hpp"
+#include "tinyformer/train/evaluate.hpp"
+#include "tinyformer/train/optim.hpp"
+#include "tinyformer/train/run_lock.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tinyformer {
+namespace {
+
+volatile std::sig_atomic_t interrupt_requested = 0;
+extern "C" void on_sigint(int) { interrupt_requested = 1; }
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string duration_str(double seconds) {
+    char buffer[48];
+    if (seconds < 60) std::snprintf(buffer, sizeof buffer, "%.1fs", seconds);
+    else {  // clamped: an ETA for 2^63 steps must not overflow the cast
+        const long long whole = seconds < 1e15 ? static_cast<long long>(seconds) : 1'000'000'000'000'000LL;
+        std::snprintf(buffer, sizeof buffer, "%lldm%02llds", whole / 60, whole % 60);
+    }
+    return buffer;
+}
+
+// ---- the run's random draws ----
+
+// Where the batch windows come from: tinyformer's own generator (rng.hpp, seeded apart from
+// the initialisation's), or with train.rng = "torch" PyTorch's generator, one stream that
+// has first drawn the initial weights, exactly as torch_model.py train draws both.
+struct BatchDraws {
+    explicit BatchDraws(const TrainConfig& train)
+        : use_torch(train.rng == "torch"),
+          own(static_cast<uint64_t>(train.seed) ^ 0x5eedba7c4ULL),
+          torch(static_cast<uint64_t>(train.seed)) {}
+
+    Batch next(const TokenIds& ids, int64_t batch_size, int64_t context) {
+        return use_torch ? sample_batch(ids, batch_size, context, torch) : sample_batch(ids, batch_size, context, own);
+    }
+
+    bool use_torch;
+    Rng own;
+    TorchRng torch;
+};
+
+// ---- the training state: everything a resumed run needs, in one file ----
+
+// train_state.safetensors, written and flushed but not yet in place (see save_checkpoint).
+StagedFile stage_train_state(const std::string& path, const Transformer& model, AdamW& adam, const BatchDraws& draws,
+                             const RunConfig& config, const std::string& corpus, int64_t step) {
+    NamedTensors tensors;
+    for (const auto& [name, p] : model.parameters().named()) tensors.emplace_back(name, p);
+    tensors.emplace_back("optimizer.m", adam.first_moment());
+    tensors.emplace_back("optimizer.v", adam.second_moment());
+    std::sort(tensors.begin(), tensors.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    std::map<std::string, std::string> metadata = {
+        {"format", "tinyformer-train-state/1"},
+        {"config", config_to_json(config).dump()},
+        {"step", std::to_string(step)},
+        {"adam_steps", std::to_string(adam.steps_taken())},
+        {"corpus", corpus},  // see corpus_description
+    };
+    metadata["rng"] = draws.use_torch ? "torch" : "tinyformer";
+    if (draws.use_torch) metadata["rng.torch"] = draws.torch.state();
+    else
+        for (int i = 0; i < 4; ++i) metadata["rng." + std::to_string(i)] = std::to_string(draws.own.state[i]);
+    return stage_safetensors(path, tensors, metadata);
+}
+
+// Restores weights, moments, RNG and step from `path`; returns the step.
+int64_t load_train_state(const std::string& path, Transformer& model, AdamW& adam, BatchDraws& draws) {
+    SafetensorsFile file = read_safetensors(path);
+    auto meta = [&](const std::string& key) -> const std::string& {
+        auto it = file.metadata.find(key);
+        if (it == file.metadata.end()) throw InputError(path + ": __metadata__ has no \"" + key + "\"");
+        return it->second;
+    };
+    if (meta("format") != "tinyformer-train-state/1")
+        throw InputError(path + ": format \"" + meta("format") + "\", expected \"tinyformer-train-state/1\"");
+    auto integer = [&](const std::string& key) { return metadata_integer(path, file.metadata, key); };
+    std::map<std::string, Tensor> by_name(file.tensors.begin(), file.tensors.end());
+    auto restore = [&](const std::string& name, Tensor& into) {
+        auto it = by_name.find(name);
+        if (it == by_name.end()) throw InputError(path + ": tensor " + name + " is missing");
+        if (it->second.shape() != into.shape())
+            throw InputError(path + ": tensor " + name + " has shape " + shape_str(it->second.shape()) + ", expected " +
+                             shape_str(into.shape()));
+        check_finite(path, name, it->second);
+        into.copy_from(it->second);
+    };
+    for (const auto& [name, p] : model.parameters().named()) {
+        Tensor param = p;
+        restore(name, param);
+    }
+    restore("optimizer.m", adam.first_moment());
+    restore("optimizer.v", adam.second_moment());
+    adam.set_steps_taken(static_cast<int64_t>(integer("adam_steps")));
+    auto kind = file.metadata.find("rng");  // absent before train.rng existed: tinyformer's
+    const std::string saved_rng = kind == file.metadata.end() ? "tinyformer" : kind->second;
+    const std::string wanted_rng = draws.use_torch ? "torch" : "tinyformer";
+    if (saved_rng != wanted_rng)
+        throw InputError(path + ": the run drew its batches with train.rng = \"" + saved_rng +
+                         "\", the config asks for \"" + wanted_rng + "\"; resume with the same train.rng");
+    if (draws.use_torch) {
+        try {
+            draws.torch.set_state(meta("rng.torch"));
+        } catch (const std::invalid_argument& e) {
+            throw InputError(path + ": __metadata__ \"rng.torch\": " + e.what());
+        }
+    } else {
+        for (int i = 0; i < 4; ++i) draws.own.state[i] = integer("rng." + std::to_string(i));
+    }
+    return static_cast<int64_t>(integer("step"));
+}
+
+// The model keys of two configurations that differ, as "model.d_model (64 → 128)".
+std::string model_differences(const RunConfig& saved, const RunConfig& now) {
+    nlohmann::json a = config_to_json(saved)["model"], b = config_to_json(now)["model"];
+    std::string differences;
+    for (auto& [key, value] : a.items())
+        if (key != "vocab_size" && b.contains(key) && b[key] != value)
+            differences += (differences.empty() ? "" : ", ") + std::string("model.") + key + " (" + value.dump() +
+                           " in the run, " + b[key].dump() + " now)";
+    return differences;
+}
+
+// ---- metrics ----
+
+struct MetricsLog {
+    std::string path;
+    std::vector<nlohmann::json> rows;
+
+    // Keeps the rows of an earlier run up to `step` (a resumed run rewrites what followed).
+    void load_until(int64_t step) {
+        std::ifstream in(path);
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.empty()) continue;
+            nlohmann::json row = nlohmann::json::parse(line, nullptr, false);
+            if (!row.is_discarded() && row.contains("step") && row["step"].get<int64_t>() <= step) rows.push_back(row);
+        }
+    }
+    void append(const nlohmann::json& row) {
+        rows.push_back(row);
+        std::string text;
+        for (const auto& r : rows) text += r.dump() + "\n";
+        write_file_atomic(path, text);
+    }
+    std::string loss_svg(const std::string& title) const {
+        Series train{"train loss", "#1f77b4", {}}, val{"val loss", "#d62728", {}};
+        for (const auto& r : rows) {
+            if (r.contains("loss")) train.points.emplace_back(r["step"].get<double>(), r["loss"].get<double>());
+            if (r.contains("val_loss")) val.points.emplace_back(r["step"].get<double>(), r["val_loss"].get<double>());
+        }
+        return line_chart_svg(title, "step", "cross-entropy (nats per character)", {train, val});
+    }
+};
+
+// A live progress bar on a terminal's stderr.
+void draw_progress(int64_t step, int64_t total, double loss, double tokens_per_second, double eta) {
+    const int width = 30;
+    const int filled = static_cast<int>(width * static_cast<double>(step) / static_cast<double>(total));
+    std::string bar(filled, '#');
+    bar.resize(width, '.');
+    std::fprintf(stderr, "\r[%s] %lld/%lld loss %.4f %.1fk tok/s ETA %s   ", bar.c_str(), static_cast<long long>(step),
+                 static_cast<long long>(total), loss, tokens_per_second / 1000, duration_str(eta).c_str());
+    std::fflush(stderr);
+}
+void clear_progress() { std::fprintf(stderr, "\r%80s\r", ""); }
+
+}  // namespace
+
+nlohmann::json train(const TrainOptions& options) {
+    const Clock::time_point started = Clock::now();
+    RunConfig config = options.config;
+    const std::string& dir = options.run_dir;
+    const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
+    const std::string model_path = (fs::path(dir) / "model.safetensors").string();
+
+    // Everything that can be wrong is found before the first step.
+    const MatmulPrecision precision =
+        config.train.precision == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::float32;
+    if (precision == MatmulPrecision::bf16) {
+        const std::string missing = backend().bf16_unsupported();
+        if (!missing.empty())
+            throw InputError("train.precision = \"bf16\": " + missing + "; use \"float32\" on this machine");
+    }
+    const bool terminal = config.logging.progress_bar && isatty(STDERR_FILENO);
+    Corpus corpus = load_corpus(config.data, terminal);
+    if (config.model.vocab_size != 0 && config.model.vocab_size != corpus.vocab.size())
+        throw InputError("model.vocab_size: " + std::to_string(config.model.vocab_size) + ", but the corpus has " +
+                         std::to_string(corpus.vocab.size()) + " distinct characters");
+    config.model.vocab_size = corpus.vocab.size();
+    if (corpus.train.size() < config.model.context + 1)
+        throw InputError(corpus.train_name + ": " + std::to_string(corpus.train.size()) +
+                         " characters, fewer than one window of model.context + 1 = " +
+                         std::to_string(config.model.context + 1));
+    // The evaluations' windows: with train.eval_batches, random ones, drawn once from a
+    // generator of their own (so the training batches, and a resumed run, are the same with
+    // or without them) and scored at every evaluation; without, evenly spaced ones.
+    std::vector<int64_t> eval_starts;
+    if (config.train.eval_batches > 0) {
+        try {
+            eval_starts = random_windows(corpus.val.size(), config.model.context,
+                                         config.train.eval_batches * config.train.batch_size,
+                                         static_cast<uint64_t>(config.train.seed) ^ 0xe7a15eedULL);
+        } catch (const InputError& e) {
+            throw InputError(corpus.val_name + ": " + e.what() + ", needed by train.eval_batches");
+        }
+    }
+
+    const std::string corpus_text = corpus_description(corpus);
+
+    if (options.resume && !fs::exists(state_path))
+        throw InputError(dir + ": no train_state.safetensors to resume from");
+    std::error_code error;
+    fs::create_directories(dir, error);
+    if (error) throw InputError(dir + ": cannot create the run directory: " + error.message());
+    // From here to the end this run is the directory's only writer; what it finds there
+    // (a run to resume, or to refuse to overwrite) is checked under the lock.
+    const RunDirectoryLock lock(dir);
+    if (options.resume) {
+        if (!fs::exists(state_path)) throw InputError(dir + ": no train_state.safetensors to resume from");
+        const std::map<std::string, std::string> saved = read_safetensors(state_path).metadata;
+        const RunConfig saved_config = checkpoint_config(state_path, saved);
+        std::string differences = model_differences(saved_config, config);
+        if (!differences.empty())
+            throw InputError(state_path + ": cannot resume with a different model: " + differences);
+        if (saved_config.train.precision != config.train.precision)  // the steps would compute something else
+            throw InputError(state_path + ": the run trained with train.precision = \"" +
+                             saved_config.train.precision + "\", the config asks for \"" + config.train.precision +
+                             "\"; resume with the same train.precision");
+        // The same vocabulary size is not the same text: the batches would come from other data.
+        const auto saved_corpus = saved.find("corpus");  // absent in states written before it was recorded
+        if (saved_corpus != saved.end() && saved_corpus->second != corpus_text)
+            throw InputError(state_path + ": cannot resume on different data: the run trained on " +
+                             saved_corpus->second + "; the data now gives " + corpus_text);
+    } else if (fs::exists(state_path) && !options.overwrite) {
+        throw InputError(dir + " already holds a run (train_state.safetensors): continue it with --resume " + dir +
+                         ", or start over with --force or another --out");
+    }
+    remove_stale_temporaries(dir);  // left by a run that was killed while writing
+    try {
+        const std::string config_path = (fs::path(dir) / "config.toml").string();
+        write_file_atomic(config_path, config_to_toml(config, config_path));  // paths relative to the run dir
+    } catch (const std::runtime_error& e) {
+        throw InputError(std::string(e.what()) + " (the run directory must be writable)");
+    }
+
+    Transformer model(config.model, static_cast<uint64_t>(config.train.seed));
+    BatchDraws batch_draws(config.train);
+    if (batch_draws.use_torch) initialise_like_torch(model.parameters(), config.model, batch_draws.torch);
+    AdamW adam(model.parameters(), config.optim);
+    int64_t step = 0;
+    if (options.resume) step = load_train_state(state_path, model, adam, batch_draws);
+    MetricsLog metrics{(fs::path(dir) / "metrics.jsonl").string(), {}};
+    if (options.resume) metrics.load_until(step);
+    // How the roles form: measured at every evaluation on these probes (none without probes).
+    const std::vector<Probe> role_subset = role_probes(corpus.probes);
+
+    const int64_t total = config.train.steps, B = config.train.batch_size, T = config.model.context;
+    spdlog::info("{} {}: {} parameters, vocabulary {}, {} training / {} validation characters, backend {}",
+                 options.resume ? "resuming" : "training", config.name, model.parameters().count(),
+                 corpus.vocab.size(), corpus.train.size(), corpus.val.size(), backend().name());
+    if (options.resume) spdlog::info("resumed at step {}/{}", step, total);
+
+    int64_t saved_step = options.resume ? step : -1;  // the step of the checkpoint on disk
+    // A checkpoint is two files that change together. Both are written in full first (the
+    // larger, the training state, first: a full disk stops there and changes nothing). Then
+    // the model is renamed into place, then the training state. A kill between the two renames
+    // leaves the new model beside the previous state (or beside none, at the first
+    // checkpoint); a resume from that state computes the same model again. So wherever a
+    // train_state.safetensors is, a model.safetensors of its step or a later one is beside it.
+    auto save_checkpoint = [&](int64_t at_step) {
+        try {
+            StagedFile state = stage_train_state(state_path, model, adam, batch_draws, config, corpus_text, at_step);
+            StagedFile weights = stage_model(model_path, model, corpus.vocab, config, at_step);
+            weights.commit();
+            state.commit();
+        } catch (const std::runtime_error& e) {  // a full disk: say what survived
+            throw std::runtime_error(std::string(e.what()) + "; " +
+                                     (saved_step >= 0 ? "the checkpoint of step " + std::to_string(saved_step) +
+                                                            " in " + dir + " is kept"
+                                                      : "no checkpoint had been saved yet"));
+        }
+        saved_step = at_step;
+    };
+
+    // The validation loss: at the evaluations (their windows), and at the end (train.final_eval).
+    auto evaluate_periodic = [&]() {
+        return eval_starts.empty() ? score_text(model, corpus.val, config.train.eval_windows, terminal)
+                                   : score_windows(model, corpus.val, eval_starts, terminal, B);
+    };
+    const bool final_full = config.train.final_eval == "full";
+    auto evaluate_final = [&]() {
+        if (!final_full) return evaluate_periodic();
+        const int64_t windows = (corpus.val.size() - 2) / T + 1;
+        if (windows > 5000)
+            spdlog::info("scoring the whole validation text: {} windows (train.final_eval = \"sampled\" would score "
+                         "the evaluations' {} instead)",
+                         windows, eval_starts.empty() ? std::min(windows, config.train.eval_windows)
+                                                      : static_cast<int64_t>(eval_starts.size()));
+        return score_text(model, corpus.val, 0, terminal);
+    };
+    std::optional<TextScore> final_score;  // the last evaluation's, when it was the final one
+
+    interrupt_requested = 0;
+    auto previous_handler = std::signal(SIGINT, on_sigint);
+    const Clock::time_point loop_start = Clock::now();
+    const int64_t first_step = step;
+    double interval_loss = 0, last_train_loss = NAN;
+    int64_t interval_steps = 0;
+    double seconds_to_first_step = 0;  // from the start: reading the data, building the model, one step
+    Clock::time_point interval_start = Clock::now();
+
+    while (step < total) {
+        const double lr = learning_rate(config.optim, step, total);
+        Batch batch = batch_draws.next(corpus.train, B, T);
+        model.parameters().zero_grad();
+        // The step's matrix products in train.precision (evaluations stay float32).
+        std::optional<MatmulPrecisionScope> step_precision(std::in_place, precision);
+        Tensor loss = model.loss(batch.inputs, batch.targets);
+        const double loss_value = loss.item();
+        if (!std::isfinite(loss_value)) {
+            std::signal(SIGINT, previous_handler);
+            const std::string kept = saved_step >= 0 ? "the checkpoint of step " + std::to_string(saved_step) +
+                                                           " in " + dir + " is kept"
+                                                     : "no checkpoint had been saved yet";
+            throw std::runtime_error("training loss is " + std::to_string(loss_value) + " at step " +
+                                     std::to_string(step + 1) + "; stopped, " + kept + " (try a lower optim.lr)");
+        }
+        loss.backward();
+        step_precision.reset();
+        const double grad_norm = clip_grad_norm(model.parameters(), config.optim.grad_clip);
+        adam.step(lr);
+        ++step;
+        if (step == first_step + 1) seconds_to_first_step = seconds_since(started);
+        interval_loss += loss_value;
+        ++interval_steps;
+
+        const bool evaluate_now = step == total || (config.train.eval_every > 0 && step % config.train.eval_every == 0);
+        const bool log_now = evaluate_now || step % config.logging.log_every == 0;
+        if (log_now) {
+            const double elapsed = seconds_since(loop_start);
+            const double tokens_per_second = interval_steps * B * T / seconds_since(interval_start);
+            const double eta = elapsed / static_cast<double>(step - first_step) * static_cast<double>(total - step);
+            last_train_loss = interval_loss / interval_steps;
+            nlohmann::json row = {{"step", step},          {"loss", last_train_loss},
+                                  {"lr", lr},              {"grad_norm", grad_norm},
+                                  {"tokens_per_s", tokens_per_second}, {"elapsed_s", elapsed}};
+            std::string val_text;
+            if (evaluate_now) {
+                TextScore val = step == total ? *(final_score = evaluate_final()) : evaluate_periodic();
+                row["val_loss"] = val.loss;
+                if (!role_subset.empty()) row["roles"] = training_roles(model, corpus.vocab, role_subset);
+                char buffer[32];
+                std::snprintf(buffer, sizeof buffer, " | val %.4f", val.loss);
+                val_text = buffer;
+            }
+            if (terminal) clear_progress();
+            spdlog::info("step {:>{}}/{} | loss {:.4f}{} | lr {:.2e} | {:.1f}k tok/s | {} elapsed | ETA {}", step,
+                         std::to_string(total).size(), total, last_train_loss, val_text, lr,
+                         tokens_per_second / 1000, duration_str(elapsed), duration_str(eta));
+            metrics.append(row);
+            interval_loss = 0, interval_steps = 0, interval_start = Clock::now();
+        } else if (terminal) {
+            const double elapsed = seconds_since(loop_start);
+            draw_progress(step, total, loss_value, (step - first_step) * B * T / elapsed,
+                          elapsed / static_cast<double>(step - first_step) * static_cast<double>(total - step));
+        }
+        const bool checkpoint_now =
+            evaluate_now || (config.train.checkpoint_every > 0 && step % config.train.checkpoint_every == 0);
+        if (checkpoint_now || interrupt_requested) save_checkpoint(step);
+        if (interrupt_requested) {
+            if (terminal) clear_progress();
+            std::signal(SIGINT, previous_handler);
+            write_file_atomic((fs::path(dir) / "loss.svg").string(), metrics.loss_svg(config.name));
+            throw Interrupted("interrupted at step " + std::to_string(step) + "/" + std::to_string(total) +
+                              "; checkpoint saved in " + dir + "; continue with --resume " + dir);
+        }
+    }
+    std::signal(SIGINT, previous_handler);
+    const double train_seconds = seconds_since(loop_start);
+    if (step == first_step) save_checkpoint(step);  // nothing to do, but leave a loadable run
+
+    // The final scores: the validation text (train.final_eval), and the probes.
+    const TextScore val = final_score ? *final_score : evaluate_final();
+    nlohmann::json val_eval = {{"over", final_full ? "the full validation text" : "the evaluations' sampled windows"},
+                               {"windows", val.windows},
+                               {"characters", val.predicted}};
+    if (!final_full)
+        val_eval["sampling"] = eval_starts.empty()
+                                   ? "train.eval_windows evenly spaced windows"
+                                   : "train.eval_batches × train.batch_size random windows (seed train.seed ^ 0xe7a15eed)";
+    nlohmann::json summary = {
+        {"name", config.name},
+        {"steps", step},
+        {"train_loss", std::isnan(last_train_loss) ? nlohmann::json(nullptr) : nlohmann::json(last_train_loss)},
+        {"val_loss", val.loss},
+        {"val_bpc", val.bpc},
+        {"val_perplexity", val.perplexity},
+        {"val_eval", val_eval},
+        {"params", model.parameters().count()},
+        {"vocab_size", corpus.vocab.size()},
+        {"tokens_per_second", step > first_step ? (step - first_step) * B * T / train_seconds : 0.0},
+        {"train_seconds", train_seconds},
+        {"backend", backend().name()},
+        {"made_by", build_info_json()},  // tinyformer's version and commit, oneDNN's, the compiler
+    };
+    if (!corpus.probes.empty()) {
+        ProbeScore probes = score_probes(model, corpus.vocab, corpus.probes);
+        summary["probe_accuracy"] = probes.accuracy();
+        for (const auto& [kind, counts] : probes.by_kind)
+            summary["probe_accuracy_by_kind"][kind] = static_cast<double>(counts.first) / counts.second;
+        spdlog::info("probes: {}/{} correct ({:.1f} %)", probes.correct, probes.total, 100 * probes.accuracy());
+    } else {
+        summary["probe_accuracy"] = nullptr;
+    }
+    summary["seconds_to_first_step"] = seconds_to_first_step;
+    summary["wall_seconds"] = seconds_since(started);
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    summary["peak_rss_mb"] = static_cast<double>(usage.ru_maxrss) / 1024.0;  // kB on Linux
+    write_file_atomic((fs::path(dir) / "loss.svg").string(), metrics.loss_svg(config.name));
+    write_file_atomic((fs::path(dir) / "summary.json").string(), summary.dump(2) + "\n");
+    spdlog::info("done: val loss {:.4f} ({:.3f} bits/char), {:.1f}s of training, run in {}", val.loss, val.bpc,
+                 train_seconds, dir);
+    return summary;
+}
+
+}  // namespace tinyformer
