@@ -9,7 +9,6 @@
 #include "commands.hpp"
 #include "tinyformer/engine/build_info.hpp"
 #include "tinyformer/support/errors.hpp"
-#include "tinyformer/train/trainer.hpp"
 
 int main(int argc, char** argv) {
     using namespace tinyformer::cli;

@@ -95,6 +95,11 @@ void log_read(const char* what, int64_t bytes, double seconds) {
 
 }  // namespace
 
+std::string DataConfig::validation_name() const {
+    if (!prepared.empty()) return (fs::path(prepared) / "val.bin").string();
+    return val_path.empty() ? path + " (validation part)" : val_path;
+}
+
 std::u32string read_text(const std::string& path) {
     TextFileReader reader(path);
     std::u32string text, block;

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tinyformer/support/atomic_write.hpp"
 #include "tinyformer/support/errors.hpp"
-#include "tinyformer/train/checkpoint.hpp"
 
 namespace fs = std::filesystem;
 

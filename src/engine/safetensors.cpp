@@ -14,9 +14,11 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 
+#include "tinyformer/engine/safetensors.hpp"
 #include "tinyformer/support/errors.hpp"
-#include "tinyformer/train/checkpoint.hpp"
+#include "tinyformer/support/utf8.hpp"
 
 namespace tinyformer {
 

@@ -31,12 +31,6 @@ std::string char_label(char32_t c) {
     return encode_utf8(c);
 }
 
-static std::string num(double value) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.4g", value);
-    return buffer;
-}
-
 std::string attention_heatmap_svg(const std::u32string& text, const float* weights, const std::string& title) {
     const int64_t T = static_cast<int64_t>(text.size());
     const double cell = T <= 24 ? 20 : T <= 40 ? 15 : 11;  // px
@@ -45,18 +39,18 @@ std::string attention_heatmap_svg(const std::u32string& text, const float* weigh
     const double width = std::max(left + grid + 8, 230.0), height = top + grid + 8 + scale_height;
     const double font = std::max(9.0, cell - 5);
 
-    std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" +
-                      num(height) + "\" viewBox=\"0 0 " + num(width) + " " + num(height) + "\" font-family=\"" +
-                      std::string(kCjkFontStack) + "\" font-size=\"" + num(font) + "\">\n";
+    std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(width) + "\" height=\"" +
+                      svg_number(height) + "\" viewBox=\"0 0 " + svg_number(width) + " " + svg_number(height) + "\" font-family=\"" +
+                      std::string(kCjkFontStack) + "\" font-size=\"" + svg_number(font) + "\">\n";
     svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-    svg += "<text x=\"" + num(left) + "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">" + xml_escape(title) +
+    svg += "<text x=\"" + svg_number(left) + "\" y=\"18\" font-size=\"14\" font-weight=\"bold\">" + xml_escape(title) +
            "</text>\n";
     // labels: columns (positions read) along the top, rows (queries) down the left
     svg += "<g text-anchor=\"middle\" fill=\"#333\">\n";
     for (int64_t t = 0; t < T; ++t) {
         const std::string c = xml_escape(char_label(text[t]));
-        svg += "<text x=\"" + num(left + (t + 0.5) * cell) + "\" y=\"" + num(top - 6) + "\">" + c + "</text>";
-        svg += "<text x=\"" + num(left - label / 2 - 2) + "\" y=\"" + num(top + (t + 0.5) * cell + font * 0.36) +
+        svg += "<text x=\"" + svg_number(left + (t + 0.5) * cell) + "\" y=\"" + svg_number(top - 6) + "\">" + c + "</text>";
+        svg += "<text x=\"" + svg_number(left - label / 2 - 2) + "\" y=\"" + svg_number(top + (t + 0.5) * cell + font * 0.36) +
                "\">" + c + "</text>\n";
     }
     svg += "</g>\n";
@@ -65,14 +59,14 @@ std::string attention_heatmap_svg(const std::u32string& text, const float* weigh
     for (int64_t i = 0; i < T; ++i) {
         for (int64_t j = 0; j <= i; ++j) {
             const double w = weights[i * T + j];
-            svg += "<rect x=\"" + num(left + j * cell) + "\" y=\"" + num(top + i * cell) + "\" width=\"" + num(cell) +
-                   "\" height=\"" + num(cell) + "\" fill=\"" + attention_colour(w) + "\"><title>" +
+            svg += "<rect x=\"" + svg_number(left + j * cell) + "\" y=\"" + svg_number(top + i * cell) + "\" width=\"" + svg_number(cell) +
+                   "\" height=\"" + svg_number(cell) + "\" fill=\"" + attention_colour(w) + "\"><title>" +
                    std::to_string(i) + " " + xml_escape(char_label(text[i])) + " reads " + std::to_string(j) + " " +
-                   xml_escape(char_label(text[j])) + ": " + num(w) + "</title></rect>";
+                   xml_escape(char_label(text[j])) + ": " + svg_number(w) + "</title></rect>";
         }
         if (i + 1 < T)
-            svg += "<rect x=\"" + num(left + (i + 1) * cell) + "\" y=\"" + num(top + i * cell) + "\" width=\"" +
-                   num(cell * static_cast<double>(T - i - 1)) + "\" height=\"" + num(cell) +
+            svg += "<rect x=\"" + svg_number(left + (i + 1) * cell) + "\" y=\"" + svg_number(top + i * cell) + "\" width=\"" +
+                   svg_number(cell * static_cast<double>(T - i - 1)) + "\" height=\"" + svg_number(cell) +
                    "\" fill=\"#d4d4d4\"><title>the future: a causal head cannot read it</title></rect>";
         svg += "\n";
     }
@@ -81,11 +75,11 @@ std::string attention_heatmap_svg(const std::u32string& text, const float* weigh
     const double scale_y = top + grid + 14;
     svg += "<g font-size=\"10\" fill=\"#333\">\n";
     for (int k = 0; k < 20; ++k)
-        svg += "<rect x=\"" + num(left + 20 + k * 8) + "\" y=\"" + num(scale_y) + "\" width=\"8\" height=\"10\" fill=\"" +
+        svg += "<rect x=\"" + svg_number(left + 20 + k * 8) + "\" y=\"" + svg_number(scale_y) + "\" width=\"8\" height=\"10\" fill=\"" +
                attention_colour((k + 0.5) / 20) + "\"/>";
-    svg += "\n<text x=\"" + num(left + 16) + "\" y=\"" + num(scale_y + 9) + "\" text-anchor=\"end\">0</text>";
-    svg += "<text x=\"" + num(left + 184) + "\" y=\"" + num(scale_y + 9) + "\">1</text>";
-    svg += "<text x=\"" + num(left + 20) + "\" y=\"" + num(scale_y + 22) + "\">weight (rows: query, columns: read)</text>\n";
+    svg += "\n<text x=\"" + svg_number(left + 16) + "\" y=\"" + svg_number(scale_y + 9) + "\" text-anchor=\"end\">0</text>";
+    svg += "<text x=\"" + svg_number(left + 184) + "\" y=\"" + svg_number(scale_y + 9) + "\">1</text>";
+    svg += "<text x=\"" + svg_number(left + 20) + "\" y=\"" + svg_number(scale_y + 22) + "\">weight (rows: query, columns: read)</text>\n";
     svg += "</g>\n</svg>\n";
     return svg;
 }

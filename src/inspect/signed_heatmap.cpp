@@ -15,12 +15,6 @@ namespace tinyformer {
 
 namespace {
 
-std::string num(double value) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof buffer, "%.4g", value);
-    return buffer;
-}
-
 // A number for a scale's end: 3 significant digits, with a real minus sign.
 std::string scale_label(double value) {
     char buffer[32];
@@ -40,7 +34,7 @@ double text_width(const std::string& content, double font) {
 }
 
 std::string text(double x, double y, const std::string& content, const std::string& attributes = "") {
-    return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\"" + (attributes.empty() ? "" : " " + attributes) + ">" +
+    return "<text x=\"" + svg_number(x) + "\" y=\"" + svg_number(y) + "\"" + (attributes.empty() ? "" : " " + attributes) + ">" +
            xml_escape(content) + "</text>";
 }
 
@@ -92,7 +86,7 @@ SvgPanel signed_heatmap_panel(const SignedHeatmap& map) {
     if (!map.subtitle.empty()) svg += text(left, 31, map.subtitle, "font-size=\"11\"") + "\n";
 
     // Labels: one character (or name) per row and per column.
-    svg += "<g font-size=\"" + num(label_font) + "\" text-anchor=\"middle\">\n";
+    svg += "<g font-size=\"" + svg_number(label_font) + "\" text-anchor=\"middle\">\n";
     if (column_labels)
         for (int64_t j = 0; j < map.columns; ++j)
             svg += text(left + (j + 0.5) * cell, top - 4, map.column_labels[j]);
@@ -111,8 +105,8 @@ SvgPanel signed_heatmap_panel(const SignedHeatmap& map) {
             const std::array<uint8_t, 3> rgb = signed_rgb(value, map.limit);
             cells.pixels.insert(cells.pixels.end(), rgb.begin(), rgb.end());
         }
-        svg += "<image x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(grid_width) + "\" height=\"" +
-               num(grid_height) + "\" preserveAspectRatio=\"none\" style=\"image-rendering:pixelated\" href=\"" +
+        svg += "<image x=\"" + svg_number(left) + "\" y=\"" + svg_number(top) + "\" width=\"" + svg_number(grid_width) + "\" height=\"" +
+               svg_number(grid_height) + "\" preserveAspectRatio=\"none\" style=\"image-rendering:pixelated\" href=\"" +
                png_data_uri(cells) + "\"/>\n";
     }
     if (map.tooltips) {
@@ -121,8 +115,8 @@ SvgPanel signed_heatmap_panel(const SignedHeatmap& map) {
             for (int64_t j = 0; j < map.columns; ++j) {
                 const std::string row = row_labels ? map.row_labels[i] : std::to_string(i);
                 const std::string column = column_labels ? map.column_labels[j] : std::to_string(j);
-                svg += "<rect x=\"" + num(left + j * cell) + "\" y=\"" + num(top + i * cell) + "\" width=\"" + num(cell) +
-                       "\" height=\"" + num(cell) + "\"><title>" + xml_escape(row + ", " + column + ": " +
+                svg += "<rect x=\"" + svg_number(left + j * cell) + "\" y=\"" + svg_number(top + i * cell) + "\" width=\"" + svg_number(cell) +
+                       "\" height=\"" + svg_number(cell) + "\"><title>" + xml_escape(row + ", " + column + ": " +
                        fixed(map.values[i * map.columns + j], 3)) + "</title></rect>\n";
             }
         svg += "</g>\n";
@@ -133,8 +127,8 @@ SvgPanel signed_heatmap_panel(const SignedHeatmap& map) {
     int64_t start = 0;
     for (const auto& [name, count] : map.row_bands) {
         if (start > 0)
-            svg += "<line x1=\"" + num(left) + "\" x2=\"" + num(left + grid_width) + "\" y1=\"" + num(top + start * cell) +
-                   "\" y2=\"" + num(top + start * cell) + "\" stroke=\"#222\"/>";
+            svg += "<line x1=\"" + svg_number(left) + "\" x2=\"" + svg_number(left + grid_width) + "\" y1=\"" + svg_number(top + start * cell) +
+                   "\" y2=\"" + svg_number(top + start * cell) + "\" stroke=\"#222\"/>";
         if (count > 0)
             svg += text(left - (row_labels ? row_label_room : 0) - 4, top + (start + count / 2.0) * cell + 3.5, name,
                         "text-anchor=\"end\"");
@@ -143,11 +137,11 @@ SvgPanel signed_heatmap_panel(const SignedHeatmap& map) {
     start = 0;
     for (const auto& [name, count] : map.column_bands) {
         if (start > 0)
-            svg += "<line y1=\"" + num(top) + "\" y2=\"" + num(top + grid_height) + "\" x1=\"" + num(left + start * cell) +
-                   "\" x2=\"" + num(left + start * cell) + "\" stroke=\"#222\"/>";
+            svg += "<line y1=\"" + svg_number(top) + "\" y2=\"" + svg_number(top + grid_height) + "\" x1=\"" + svg_number(left + start * cell) +
+                   "\" x2=\"" + svg_number(left + start * cell) + "\" stroke=\"#222\"/>";
         if (count > 0) {  // written upwards, ending just above the column labels
             const double x = left + (start + count / 2.0) * cell + 3.5, y = top - (column_labels ? label_room : 4) - 4;
-            svg += text(x, y, name, "transform=\"rotate(-90 " + num(x) + " " + num(y) + ")\"");
+            svg += text(x, y, name, "transform=\"rotate(-90 " + svg_number(x) + " " + svg_number(y) + ")\"");
         }
         start += count;
     }
@@ -168,7 +162,7 @@ SvgPanel signed_heatmap_panel(const SignedHeatmap& map) {
     const double swatch = 5;
     for (int k = 0; k < swatches; ++k) {
         const double value = map.limit * (2.0 * k / (swatches - 1) - 1);
-        svg += "<rect x=\"" + num(left + 34 + k * swatch) + "\" y=\"" + num(y) + "\" width=\"" + num(swatch) +
+        svg += "<rect x=\"" + svg_number(left + 34 + k * swatch) + "\" y=\"" + svg_number(y) + "\" width=\"" + svg_number(swatch) +
                "\" height=\"10\" fill=\"" + signed_colour(value, map.limit) + "\"/>";
     }
     svg += text(left + 30, y + 9, scale_label(-map.limit), "text-anchor=\"end\"");
@@ -188,12 +182,12 @@ std::string svg_document(const std::vector<SvgPanel>& panels, double gap) {
         width += (width > 0 ? gap : 0) + panel.width;
         height = std::max(height, panel.height);
     }
-    std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" + num(height) +
-                      "\" viewBox=\"0 0 " + num(width) + " " + num(height) + "\">\n";
+    std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + svg_number(width) + "\" height=\"" + svg_number(height) +
+                      "\" viewBox=\"0 0 " + svg_number(width) + " " + svg_number(height) + "\">\n";
     svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
     double x = 0;
     for (const SvgPanel& panel : panels) {
-        svg += "<g transform=\"translate(" + num(x) + ",0)\">\n" + panel.elements + "</g>\n";
+        svg += "<g transform=\"translate(" + svg_number(x) + ",0)\">\n" + panel.elements + "</g>\n";
         x += panel.width + gap;
     }
     return svg + "</svg>\n";

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "tinyformer/train/checkpoint.hpp"
+#include "tinyformer/support/atomic_write.hpp"
 
 namespace tinyformer {
 

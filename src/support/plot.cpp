@@ -28,6 +28,8 @@ static std::string number(double value, const char* format = "%.4g") {
     return buffer;
 }
 
+std::string svg_number(double value) { return number(value); }
+
 std::string line_chart_svg(const std::string& title, const std::string& x_label, const std::string& y_label,
                            const std::vector<Series>& series, std::optional<std::pair<double, double>> y_range) {
     const double width = 640, height = 400, left = 64, right = 16, top = 36, bottom = 48;

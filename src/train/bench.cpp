@@ -11,6 +11,7 @@
 #include "tinyformer/engine/buffer_pool.hpp"
 #include "tinyformer/engine/rng.hpp"
 #include "tinyformer/model/sampler.hpp"
+#include "tinyformer/support/progress.hpp"
 #include "tinyformer/train/optim.hpp"
 
 namespace tinyformer {
@@ -18,9 +19,6 @@ namespace tinyformer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Random token ids, as torch_model.py bench uses: the speed of a step does not depend on
 // what the text says.

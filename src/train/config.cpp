@@ -655,11 +655,6 @@ RunConfig config_from_json(const nlohmann::json& json) {
     return config;
 }
 
-std::string DataConfig::validation_name() const {
-    if (!prepared.empty()) return (fs::path(prepared) / "val.bin").string();
-    return val_path.empty() ? path + " (validation part)" : val_path;
-}
-
 std::vector<std::string> config_keys() {
     std::vector<std::string> keys;
     const RunConfig defaults;

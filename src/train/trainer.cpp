@@ -19,6 +19,7 @@
 #include "tinyformer/inspect/training_roles.hpp"
 #include "tinyformer/support/errors.hpp"
 #include "tinyformer/support/plot.hpp"
+#include "tinyformer/support/progress.hpp"
 #include "tinyformer/train/checkpoint.hpp"
 #include "tinyformer/train/evaluate.hpp"
 #include "tinyformer/train/optim.hpp"
@@ -33,9 +34,6 @@ volatile std::sig_atomic_t interrupt_requested = 0;
 extern "C" void on_sigint(int) { interrupt_requested = 1; }
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::string duration_str(double seconds) {
     char buffer[48];

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "tinyformer/data/data_config.hpp"
 #include "tinyformer/data/text.hpp"
 #include "tinyformer/data/token_ids.hpp"
 #include "tinyformer/engine/rng.hpp"
 #include "tinyformer/engine/tensor.hpp"
 #include "tinyformer/engine/torch_rng.hpp"
-#include "tinyformer/train/config.hpp"
 
 namespace tinyformer {
 

@@ -25,8 +25,8 @@
 #include <cstdint>
 #include <string>
 
+#include "tinyformer/data/data_config.hpp"
 #include "tinyformer/data/dataset.hpp"
-#include "tinyformer/train/config.hpp"
 
 namespace tinyformer {
 

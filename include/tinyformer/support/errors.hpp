@@ -1,5 +1,6 @@
 // The two kinds of failure tinyformer reports, and their exit codes:
 //   InputError   — bad usage, config, corpus, prompt or checkpoint: the user can fix it (exit 2)
+//   Interrupted  — Ctrl-C stopped a training run or a sweep, after saving what it had (exit 130)
 //   anything else — a runtime failure (exit 1)
 // Messages are one line naming the file, key, character or byte offset, and what was expected.
 #pragma once
@@ -10,6 +11,10 @@
 namespace tinyformer {
 
 struct InputError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+struct Interrupted : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 

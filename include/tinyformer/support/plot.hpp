@@ -21,6 +21,8 @@ std::string line_chart_svg(const std::string& title, const std::string& x_label,
                            std::optional<std::pair<double, double>> y_range = std::nullopt);
 
 std::string xml_escape(const std::string& text);
+// value with 4 significant digits (printf's %.4g): coordinates and values in an SVG.
+std::string svg_number(double value);
 
 // value with `digits` decimals (printf's %.*f), for figures in reports and charts.
 std::string fixed(double value, int digits = 2);

@@ -14,6 +14,11 @@
 
 namespace tinyformer {
 
+// Seconds of wall-clock time since `start` (steady_clock): how long a step, a run or a read took.
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 class ProgressBar {
 public:
     enum class Unit { bytes, windows };

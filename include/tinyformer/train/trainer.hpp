@@ -24,11 +24,7 @@ struct TrainOptions {
 // Trains, writes the run directory, and returns summary.json's contents. Throws InputError
 // for problems the user can fix before training (exit 2), std::runtime_error for failures
 // during it (a non-finite loss, a failed write: exit 1). Ctrl-C saves a checkpoint and
-// throws Interrupted.
+// throws Interrupted (errors.hpp).
 nlohmann::json train(const TrainOptions& options);
-
-struct Interrupted : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
 
 }  // namespace tinyformer
