@@ -11,10 +11,13 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "tinyformer/engine/autograd.hpp"
 #include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/op_list.hpp"
 #include "tinyformer/engine/ops.hpp"
 #include "tinyformer/engine/rng.hpp"
 #include "tinyformer/model/model.hpp"
@@ -77,10 +80,15 @@ struct OpCase {
 
 // The case's output and then each input's gradient, computed by the current backend from
 // inputs and a backward seed that depend only on the case (fixed seeds).
-std::vector<Tensor> run_case(const OpCase& c, DType dtype) {
+std::vector<Tensor> case_inputs(const OpCase& c, DType dtype) {
     std::vector<Tensor> inputs;
     for (size_t i = 0; i < c.inputs.size(); ++i)
         inputs.push_back(random_tensor(c.inputs[i], 100 + i, dtype).set_requires_grad(true));
+    return inputs;
+}
+
+std::vector<Tensor> run_case(const OpCase& c, DType dtype) {
+    std::vector<Tensor> inputs = case_inputs(c, dtype);
     Tensor out = c.forward(inputs);
     out.backward(random_tensor(out.shape(), 7, dtype));
     std::vector<Tensor> results = {out};
@@ -169,6 +177,10 @@ std::vector<OpCase> op_cases() {
         {"rope", {{2, 3, 7, 8}}, [](auto& x) { return rope(x[0]); }},
         {"rope from position 5", {{2, 3, 7, 8}}, [](auto& x) { return rope(x[0], 5); }},
         {"cross_entropy", {{2, 5, 79}}, [ids](auto& x) { return cross_entropy(x[0], ids({2, 5}, 79)); }},
+        {"linear_cross_entropy", {{2, 5, 16}, {79, 16}},
+         [ids](auto& x) { return linear_cross_entropy(x[0], x[1], ids({2, 5}, 79)); }},
+        {"linear_cross_entropy in blocks of 3 rows", {{2, 5, 16}, {79, 16}},
+         [ids](auto& x) { return linear_cross_entropy(x[0], x[1], ids({2, 5}, 79), 3 * 79); }},
         {"cross_entropy, target probabilities underflow", {{3, 7}},  // class 0 leads by 150: p[target] ~ e^-150
          [](auto& x) {
              std::vector<double> lead(3 * 7, 0.0);
@@ -216,6 +228,20 @@ TEST_CASE("the oneDNN backend agrees with the reference on every op, forward and
             REQUIRE(got[i].shape() == want[i].shape());
             CHECK(relative_error(got[i], want[i]) <= kTolerance);
         }
+    }
+}
+
+TEST_CASE("the parity table has a row for every op in the op list", "[parity]") {
+    std::set<std::string> ops_covered;
+    for (const OpCase& c : op_cases())
+        for (const std::string& op : recorded_ops(c.forward(case_inputs(c, DType::f32)))) {
+            INFO(c.name << " records a node named " << op);
+            CHECK(find_op(op) != nullptr);
+            ops_covered.insert(op);
+        }
+    for (const OpEntry& op : kOps) {
+        INFO(op.name << " has no row in op_cases()");
+        if (op.built_from.empty()) CHECK(ops_covered.count(std::string(op.name)) == 1);
     }
 }
 

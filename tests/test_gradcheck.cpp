@@ -1,9 +1,14 @@
 // The gradient checker must be able to fail: a deliberately wrong backward is caught.
 #include "catch.hpp"
+#include <algorithm>
+#include <fstream>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include "tinyformer/engine/autograd.hpp"
 #include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/op_list.hpp"
 #include "tinyformer/engine/ops.hpp"
 #include "tinyformer/model/gradcheck.hpp"
 
@@ -63,9 +68,75 @@ TEST_CASE("the suite covers every op and the whole model, and passes in float64"
         INFO(r.name << ": max rel error " << r.max_rel_error);
         CHECK(r.pass);
         CHECK(r.elements > 0);
+        for (const std::string& op : r.ops) {
+            INFO("its graph has a node named " << op);
+            CHECK(find_op(op) != nullptr);  // every node is a listed op
+        }
     }
-    for (const char* required : {"matmul", "add", "mul", "scale", "reshape", "transpose", "split_heads",
-                                 "merge_heads", "embedding", "layer_norm", "gelu", "softmax", "softmax_causal",
-                                 "rope", "cross_entropy", "linear_cross_entropy", "attention", "model_rope", "model_learned"})
+    // Every listed op has a check of its own, which runs the op's own backward (a composed
+    // op's gradient comes from the ops it is built from).
+    for (const OpEntry& op : kOps) {
+        INFO(op.name << " has no gradient check of its own in run_gradcheck_suite (src/model/gradcheck.cpp)");
+        const std::string name(op.name);
+        auto checks_it = [&](const GradCheckResult& r) {
+            return r.op == name && (!op.built_from.empty() || std::count(r.ops.begin(), r.ops.end(), name) == 1);
+        };
+        CHECK(std::any_of(results.begin(), results.end(), checks_it));
+    }
+    // and the checks of compositions: the attention module and the whole model
+    for (const char* required : {"attention", "attention_cross", "model_rope", "model_learned"})
         CHECK(names.count(required) == 1);
+}
+
+// The functions ops.hpp declares: each line that starts "Tensor name(" or "Attended name(".
+static std::set<std::string> ops_declared(const std::string& header) {
+    std::set<std::string> declared;
+    const std::regex declaration(R"(^(?:Tensor|Attended) (\w+)\()");
+    std::istringstream lines(header);
+    for (std::string line; std::getline(lines, line);) {
+        std::smatch match;
+        if (std::regex_search(line, match, declaration)) declared.insert(match[1]);
+    }
+    return declared;
+}
+
+static std::string read_source(const std::string& path) {
+    std::ifstream in(std::string(TINYFORMER_SOURCE_DIR) + "/" + path);
+    REQUIRE(in);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_CASE("ops.hpp and the op list agree, and each op is where the list says", "[gradcheck]") {
+    const std::set<std::string> declared = ops_declared(read_source("include/tinyformer/engine/ops.hpp"));
+    std::set<std::string> listed;
+    for (const OpEntry& op : kOps) listed.insert(std::string(op.name));
+    CHECK(declared == listed);
+    for (const std::string& name : declared) {
+        INFO(name << " is declared in ops.hpp but not listed in op_list.hpp");
+        CHECK(listed.count(name) == 1);
+    }
+    for (const OpEntry& op : kOps) {
+        INFO(op.name << " in src/engine/ops/" << op.source);
+        const std::string name(op.name), source = read_source("src/engine/ops/" + std::string(op.source));
+        CHECK(std::regex_search(source, std::regex("\\n(Tensor|Attended) " + name + "\\(")));  // defined there
+        if (op.built_from.empty()) {
+            CHECK(std::regex_search(source, std::regex("record\\(\\w+, \"" + name + "\",")));  // recorded by its name
+        } else {
+            std::istringstream parts{std::string(op.built_from)};
+            for (std::string part; parts >> part;) {
+                INFO("built from " << part);
+                CHECK(find_op(part) != nullptr);
+            }
+        }
+    }
+}
+
+TEST_CASE("the op-list checks see an op missing from the list", "[gradcheck]") {
+    const std::string header = "Tensor add(const Tensor& a, const Tensor& b);\n"
+                               "// Tensor commented_out(const Tensor& x);\n"
+                               "Attended new_op(const Tensor& x);\n";
+    const std::set<std::string> declared = ops_declared(header);
+    CHECK(declared == std::set<std::string>{"add", "new_op"});
+    CHECK(find_op("add") != nullptr);
+    CHECK(find_op("new_op") == nullptr);
 }

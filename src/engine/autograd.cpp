@@ -1,6 +1,7 @@
 // The engine's core: recording, gradient accumulation, and the topological backward.
 #include "tinyformer/engine/autograd.hpp"
 
+#include <set>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -110,6 +111,12 @@ static std::vector<Tensor> topological_order(const Tensor& root) {
         }
     }
     return order;  // inputs before outputs
+}
+
+std::vector<std::string> recorded_ops(const Tensor& result) {
+    std::set<std::string> names;
+    for (const Tensor& t : topological_order(result)) names.insert(t.grad_fn()->op);
+    return {names.begin(), names.end()};
 }
 
 void Tensor::backward(const Tensor& seed) const {

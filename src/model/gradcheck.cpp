@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/op_list.hpp"
 #include "tinyformer/engine/ops.hpp"
 #include "tinyformer/engine/rng.hpp"
 #include "tinyformer/model/attention.hpp"
@@ -31,10 +32,12 @@ GradCheckResult check_gradients(const std::string& name, const Differentiable& f
     Rng rng(settings.seed);
     Tensor projection = Tensor::zeros(out.shape(), DType::f64);  // R
     for (int64_t i = 0; i < projection.numel(); ++i) projection.data<double>()[i] = rng.normal();
+    GradCheckResult result;
+    result.name = name;
+    result.ops = recorded_ops(out);
     out.backward(projection);
 
     // Numeric: central differences, one element at a time.
-    GradCheckResult result{name};
     NoGradScope no_grad;
     for (Tensor input : inputs) {
         Tensor grad = input.grad();
@@ -83,89 +86,109 @@ Tensor random_ids(Rng& rng, const Shape& shape, int64_t vocab) {
 std::vector<GradCheckResult> run_gradcheck_suite(const GradCheckSettings& settings) {
     std::vector<GradCheckResult> results;
     Rng rng(2024);
-    auto check = [&](const std::string& name, const Differentiable& f, const std::vector<Tensor>& inputs) {
+    // check(op, name, ...): a check named `name` of the op `op` as op_list.hpp names it, or of a
+    // composition of ops (op ""): the attention module, the whole model.
+    auto check = [&](std::string_view op, const std::string& name, const Differentiable& f,
+                     const std::vector<Tensor>& inputs) {
+        if (!op.empty() && !find_op(op))
+            throw std::logic_error("gradcheck " + name + ": op_list.hpp has no op named " + std::string(op));
         results.push_back(check_gradients(name, f, inputs, settings));
+        results.back().op = op;
     };
     auto in = [&](const Shape& shape) { return random_input(rng, shape); };
 
     // matmul: plain, each transpose, batched, a weight shared over the batch, T = 1.
-    check("matmul", [](auto& x) { return matmul(x[0], x[1]); }, {in({3, 5}), in({5, 4})});
-    check("matmul_transpose_a", [](auto& x) { return matmul(x[0], x[1], true, false); }, {in({5, 3}), in({5, 4})});
-    check("matmul_transpose_b", [](auto& x) { return matmul(x[0], x[1], false, true); }, {in({3, 5}), in({4, 5})});
-    check("matmul_transpose_ab", [](auto& x) { return matmul(x[0], x[1], true, true); }, {in({5, 3}), in({4, 5})});
-    check("matmul_batched", [](auto& x) { return matmul(x[0], x[1]); }, {in({2, 3, 5, 4}), in({2, 3, 4, 7})});
-    check("matmul_weight_broadcast", [](auto& x) { return matmul(x[0], x[1], false, true); },
+    check("matmul", "matmul", [](auto& x) { return matmul(x[0], x[1]); }, {in({3, 5}), in({5, 4})});
+    check("matmul", "matmul_transpose_a", [](auto& x) { return matmul(x[0], x[1], true, false); },
+          {in({5, 3}), in({5, 4})});
+    check("matmul", "matmul_transpose_b", [](auto& x) { return matmul(x[0], x[1], false, true); },
+          {in({3, 5}), in({4, 5})});
+    check("matmul", "matmul_transpose_ab", [](auto& x) { return matmul(x[0], x[1], true, true); },
+          {in({5, 3}), in({4, 5})});
+    check("matmul", "matmul_batched", [](auto& x) { return matmul(x[0], x[1]); }, {in({2, 3, 5, 4}), in({2, 3, 4, 7})});
+    check("matmul", "matmul_weight_broadcast", [](auto& x) { return matmul(x[0], x[1], false, true); },
           {in({2, 3, 5}), in({7, 5})});
-    check("matmul_weight_broadcast_ta", [](auto& x) { return matmul(x[0], x[1], true, false); },
+    check("matmul", "matmul_weight_broadcast_ta", [](auto& x) { return matmul(x[0], x[1], true, false); },
           {in({2, 5, 3}), in({5, 4})});
-    check("matmul_t1", [](auto& x) { return matmul(x[0], x[1], false, true); }, {in({2, 1, 3}), in({2, 1, 3})});
-    check("matmul_scaled", [](auto& x) { return matmul(x[0], x[1], false, true, 0.375); }, {in({2, 3, 5}), in({2, 4, 5})});
+    check("matmul", "matmul_t1", [](auto& x) { return matmul(x[0], x[1], false, true); },
+          {in({2, 1, 3}), in({2, 1, 3})});
+    check("matmul", "matmul_scaled", [](auto& x) { return matmul(x[0], x[1], false, true, 0.375); },
+          {in({2, 3, 5}), in({2, 4, 5})});
 
     // elementwise, with broadcasting both ways
-    check("add", [](auto& x) { return add(x[0], x[1]); }, {in({3, 5}), in({3, 5})});
-    check("add_broadcast", [](auto& x) { return add(x[0], x[1]); }, {in({2, 3, 5}), in({5})});
-    check("add_broadcast_both", [](auto& x) { return add(x[0], x[1]); }, {in({2, 1, 5}), in({3, 1})});
-    check("add_same_input", [](auto& x) { return add(x[0], x[0]); }, {in({4, 3})});
-    check("mul", [](auto& x) { return mul(x[0], x[1]); }, {in({3, 5}), in({3, 5})});
-    check("mul_broadcast", [](auto& x) { return mul(x[0], x[1]); }, {in({2, 1, 5}), in({3, 1})});
-    check("scale", [](auto& x) { return scale(x[0], -1.7); }, {in({3, 4})});
+    check("add", "add", [](auto& x) { return add(x[0], x[1]); }, {in({3, 5}), in({3, 5})});
+    check("add", "add_broadcast", [](auto& x) { return add(x[0], x[1]); }, {in({2, 3, 5}), in({5})});
+    check("add", "add_broadcast_both", [](auto& x) { return add(x[0], x[1]); }, {in({2, 1, 5}), in({3, 1})});
+    check("add", "add_same_input", [](auto& x) { return add(x[0], x[0]); }, {in({4, 3})});
+    check("mul", "mul", [](auto& x) { return mul(x[0], x[1]); }, {in({3, 5}), in({3, 5})});
+    check("mul", "mul_broadcast", [](auto& x) { return mul(x[0], x[1]); }, {in({2, 1, 5}), in({3, 1})});
+    check("scale", "scale", [](auto& x) { return scale(x[0], -1.7); }, {in({3, 4})});
 
     // moving elements
-    check("reshape", [](auto& x) { return mul(reshape(x[0], {4, 3}), x[1]); }, {in({2, 6}), in({4, 3})});
-    check("transpose", [](auto& x) { return transpose(x[0], 1, 2); }, {in({2, 3, 5, 4})});
-    check("transpose_outer", [](auto& x) { return transpose(x[0], 0, 3); }, {in({2, 3, 1, 5})});
-    check("split_heads", [](auto& x) { return split_heads(x[0], 3); }, {in({2, 5, 6})});
-    check("split_heads_t1", [](auto& x) { return split_heads(x[0], 2); }, {in({3, 1, 4})});
-    check("merge_heads", [](auto& x) { return merge_heads(x[0]); }, {in({2, 3, 5, 2})});
-    check("select", [](auto& x) { return mul(select(x[0], 1), x[1]); }, {in({3, 2, 4}), in({2, 4})});
-    check("select_twice", [](auto& x) { return add(select(x[0], 0), scale(select(x[0], 2), 3.0)); }, {in({3, 5})});
-    check("residual_linear", [](auto& x) { return residual_linear(x[0], x[1], x[2], x[3]); },
+    check("reshape", "reshape", [](auto& x) { return mul(reshape(x[0], {4, 3}), x[1]); }, {in({2, 6}), in({4, 3})});
+    check("transpose", "transpose", [](auto& x) { return transpose(x[0], 1, 2); }, {in({2, 3, 5, 4})});
+    check("transpose", "transpose_outer", [](auto& x) { return transpose(x[0], 0, 3); }, {in({2, 3, 1, 5})});
+    check("split_heads", "split_heads", [](auto& x) { return split_heads(x[0], 3); }, {in({2, 5, 6})});
+    check("split_heads", "split_heads_t1", [](auto& x) { return split_heads(x[0], 2); }, {in({3, 1, 4})});
+    check("merge_heads", "merge_heads", [](auto& x) { return merge_heads(x[0]); }, {in({2, 3, 5, 2})});
+    check("select", "select", [](auto& x) { return mul(select(x[0], 1), x[1]); }, {in({3, 2, 4}), in({2, 4})});
+    check("select", "select_twice", [](auto& x) { return add(select(x[0], 0), scale(select(x[0], 2), 3.0)); },
+          {in({3, 5})});
+    check("residual_linear", "residual_linear", [](auto& x) { return residual_linear(x[0], x[1], x[2], x[3]); },
           {in({2, 3, 4}), in({2, 3, 5}), in({4, 5}), in({4})});
-    check("residual_linear_no_bias", [](auto& x) { return residual_linear(x[0], x[1], x[2]); },
+    check("residual_linear", "residual_linear_no_bias", [](auto& x) { return residual_linear(x[0], x[1], x[2]); },
           {in({2, 3, 4}), in({2, 3, 5}), in({4, 5})});
-    check("linear_bias", [](auto& x) { return linear(x[0], x[1], x[2]); }, {in({2, 3, 5}), in({4, 5}), in({4})});
+    check("linear", "linear_bias", [](auto& x) { return linear(x[0], x[1], x[2]); },
+          {in({2, 3, 5}), in({4, 5}), in({4})});
 
     // embedding, with repeated ids
     Tensor ids = Tensor::ids({1, 3, 1, 0, 3, 3, 2}, {7});
-    check("embedding", [ids](auto& x) { return embedding(x[0], ids); }, {in({5, 3})});
+    check("embedding", "embedding", [ids](auto& x) { return embedding(x[0], ids); }, {in({5, 3})});
 
-    check("layer_norm", [](auto& x) { return layer_norm(x[0], x[1], x[2]); }, {in({2, 3, 7}), in({7}), in({7})});
-    check("layer_norm_t1", [](auto& x) { return layer_norm(x[0], x[1], x[2]); }, {in({1, 1, 5}), in({5}), in({5})});
-    check("gelu", [](auto& x) { return gelu(x[0]); }, {random_input(rng, {3, 7}, 2.0)});
-    check("softmax", [](auto& x) { return softmax(x[0]); }, {in({2, 3, 7})});
-    check("softmax_causal", [](auto& x) { return softmax(x[0], true); }, {in({2, 2, 5, 5})});
-    check("softmax_causal_offset", [](auto& x) { return softmax(x[0], true); }, {in({1, 2, 3, 5})});
-    check("attention_causal", [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.4, true).heads; },
+    check("layer_norm", "layer_norm", [](auto& x) { return layer_norm(x[0], x[1], x[2]); },
+          {in({2, 3, 7}), in({7}), in({7})});
+    check("layer_norm", "layer_norm_t1", [](auto& x) { return layer_norm(x[0], x[1], x[2]); },
+          {in({1, 1, 5}), in({5}), in({5})});
+    check("gelu", "gelu", [](auto& x) { return gelu(x[0]); }, {random_input(rng, {3, 7}, 2.0)});
+    check("softmax", "softmax", [](auto& x) { return softmax(x[0]); }, {in({2, 3, 7})});
+    check("softmax", "softmax_causal", [](auto& x) { return softmax(x[0], true); }, {in({2, 2, 5, 5})});
+    check("softmax", "softmax_causal_offset", [](auto& x) { return softmax(x[0], true); }, {in({1, 2, 3, 5})});
+    check("scaled_dot_product_attention", "attention_causal",
+          [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.4, true).heads; },
           {in({2, 2, 5, 3}), in({2, 2, 5, 3}), in({2, 2, 5, 3})});
-    check("attention_causal_offset",
+    check("scaled_dot_product_attention", "attention_causal_offset",
           [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.6, true).heads; },
           {in({1, 2, 3, 4}), in({1, 2, 6, 4}), in({1, 2, 6, 4})});
-    check("attention_unmasked",
+    check("scaled_dot_product_attention", "attention_unmasked",
           [](auto& x) { return scaled_dot_product_attention(x[0], x[1], x[2], 0.5, false).heads; },
           {in({2, 4, 3}), in({2, 5, 3}), in({2, 5, 3})});
-    check("self_attention_causal_rope", [](auto& x) { return self_attention(x[0], 2, true, 3, 0.4, true).heads; },
+    check("self_attention", "self_attention_causal_rope",
+          [](auto& x) { return self_attention(x[0], 2, true, 3, 0.4, true).heads; },
           {in({2, 5, 12})});
-    check("self_attention_unmasked", [](auto& x) { return self_attention(x[0], 3, false, 0, 0.5, false).heads; },
+    check("self_attention", "self_attention_unmasked",
+          [](auto& x) { return self_attention(x[0], 3, false, 0, 0.5, false).heads; },
           {in({2, 4, 18})});
-    check("rope", [](auto& x) { return rope(x[0]); }, {in({2, 2, 5, 6})});
-    check("rope_start", [](auto& x) { return rope(x[0], 7); }, {in({1, 3, 1, 4})});
+    check("rope", "rope", [](auto& x) { return rope(x[0]); }, {in({2, 2, 5, 6})});
+    check("rope", "rope_start", [](auto& x) { return rope(x[0], 7); }, {in({1, 3, 1, 4})});
     Tensor targets = random_ids(rng, {2, 3}, 7);
-    check("cross_entropy", [targets](auto& x) { return cross_entropy(x[0], targets); }, {in({2, 3, 7})});
+    check("cross_entropy", "cross_entropy", [targets](auto& x) { return cross_entropy(x[0], targets); },
+          {in({2, 3, 7})});
     // The LM head and loss in blocks of 2 rows: d_hidden and d_W from each block.
-    check("linear_cross_entropy", [targets](auto& x) { return linear_cross_entropy(x[0], x[1], targets, 11); },
+    check("linear_cross_entropy", "linear_cross_entropy",
+          [targets](auto& x) { return linear_cross_entropy(x[0], x[1], targets, 11); },
           {in({2, 3, 5}), in({7, 5})});
 
     // multi-head attention: self-attention with mask and rope, and cross-attention
     {
         auto [mha, params] = MultiHeadAttention::create(6, 3, 7, DType::f64);
         std::vector<Tensor> inputs = {in({2, 5, 6}), mha.q_proj, mha.k_proj, mha.v_proj, mha.out_proj};
-        check("attention",
+        check("", "attention",
               [mha = mha](auto& x) {
                   return mha.forward(x[0], x[0], x[0], {.causal = true, .rope = true}).output;
               },
               inputs);
         std::vector<Tensor> cross = {in({2, 4, 6}), in({2, 7, 6}), mha.q_proj, mha.k_proj, mha.v_proj, mha.out_proj};
-        check("attention_cross", [mha = mha](auto& x) { return mha.forward(x[0], x[1], x[1]).output; }, cross);
+        check("", "attention_cross", [mha = mha](auto& x) { return mha.forward(x[0], x[1], x[1]).output; }, cross);
     }
 
     // the whole model, every parameter
@@ -181,7 +204,7 @@ std::vector<GradCheckResult> run_gradcheck_suite(const GradCheckSettings& settin
         Tensor x = random_ids(rng, {2, 5}, 11), y = random_ids(rng, {2, 5}, 11);
         std::vector<Tensor> params;
         for (const auto& [name, p] : model.parameters().named()) params.push_back(p);
-        check("model_" + positions, [&model, x, y](auto&) { return model.loss(x, y); }, params);
+        check("", "model_" + positions, [&model, x, y](auto&) { return model.loss(x, y); }, params);
     }
     return results;
 }

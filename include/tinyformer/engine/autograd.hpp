@@ -20,7 +20,7 @@ namespace tinyformer {
 using BackwardFn = std::function<void(const Tensor& grad_out, const Tensor& out)>;
 
 struct Node {
-    std::string op;              // "matmul", "softmax", ... (for error messages and debugging)
+    std::string op;              // the op's name, as listed in op_list.hpp: "matmul", "softmax", ...
     std::vector<Tensor> inputs;  // the graph's edges: the tensors this result was computed from
     BackwardFn backward;
 };
@@ -55,5 +55,9 @@ void accumulate_grad_part(const Tensor& input, int64_t offset, const Tensor& par
 // temporary and a pass: input.grad() when it is input's own (a parameter's slice of the
 // gradient arena, zeroed each step); otherwise empty, and the op uses accumulate_grad().
 Tensor grad_to_add_into(const Tensor& input);
+
+// The names of the ops whose nodes make up the graph that produced `result` (each once,
+// sorted): the backwards that result.backward() would run.
+std::vector<std::string> recorded_ops(const Tensor& result);
 
 }  // namespace tinyformer

@@ -1,5 +1,6 @@
-// The differentiable ops. Each is defined in src/ops/<name>.cpp with its forward and its
-// backward side by side. Shape errors throw ShapeError naming the op and the shapes.
+// The differentiable ops. Each is defined in src/engine/ops/<file>.cpp with its forward and
+// its backward side by side. Shape errors throw ShapeError naming the op and the shapes.
+// Adding one: the checklist at the top of op_list.hpp, which lists them all.
 #pragma once
 
 #include <stdexcept>

@@ -23,6 +23,8 @@ struct GradCheckResult {
     double max_abs_error = 0;
     double max_rel_error = 0;
     bool pass = false;
+    std::string op;                // the op the check is about, as op_list.hpp names it; "" for a composition
+    std::vector<std::string> ops;  // the ops whose backwards the check ran (recorded_ops)
 };
 
 struct GradCheckSettings {

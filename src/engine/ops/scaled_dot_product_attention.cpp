@@ -28,7 +28,7 @@ Attended scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Te
     Tensor weights = empty_like(q, weights_shape);  // [..., Tq, Tk]
     Tensor heads = empty_like(q, q.shape());        // [..., Tq, d]
     backend().attention_forward(q, k, v, alpha, causal, heads, weights);
-    heads = record(heads, causal ? "attention_causal" : "attention", {q, k, v},
+    heads = record(heads, "scaled_dot_product_attention", {q, k, v},
                    [q, k, v, weights, alpha, causal](const Tensor& d_heads, const Tensor&) {
                        Tensor dq = empty_like(q, q.shape()), dk = empty_like(k, k.shape());
                        Tensor dv = empty_like(v, v.shape());

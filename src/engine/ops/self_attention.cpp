@@ -24,7 +24,7 @@ Attended self_attention(const Tensor& qkv, int64_t n_heads, bool rope, int64_t s
     Tensor merged = empty_like(qkv, {B, T, D});              // [B,T,D]
     Tensor weights = empty_like(qkv, {B, n_heads, T, T});    // [B,H,T,T]
     backend().self_attention_forward(qkv, n_heads, rope, start, alpha, causal, merged, weights);
-    merged = record(merged, causal ? "self_attention_causal" : "self_attention", {qkv},
+    merged = record(merged, "self_attention", {qkv},
                     [qkv, weights, n_heads, rope, start, alpha, causal](const Tensor& d_merged, const Tensor&) {
                         Tensor d_qkv = empty_like(qkv, qkv.shape());  // [B,T,3D]
                         backend().self_attention_backward(qkv, weights, d_merged, n_heads, rope, start, alpha, causal,

@@ -13,7 +13,7 @@ Tensor softmax(const Tensor& x, bool causal) {
         shape_error("softmax", "a causal mask needs [..., Tq, Tk] with Tq <= Tk, got " + shape_str(x.shape()));
     Tensor y = empty_like(x, x.shape());
     backend().softmax_forward(x, causal, y);
-    return record(y, causal ? "softmax_causal" : "softmax", {x}, [x](const Tensor& dy, const Tensor& y) {
+    return record(y, "softmax", {x}, [x](const Tensor& dy, const Tensor& y) {
         Tensor dx = empty_like(x, x.shape());
         backend().softmax_backward(y, dy, dx);
         accumulate_grad(x, dx);
