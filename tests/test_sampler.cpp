@@ -125,3 +125,25 @@ TEST_CASE("the stop string ends a sample, and bad prompts are errors", "[sampler
     Rng r1(1), r2(1);
     REQUIRE(generate(model, vocab, U"ccccccccccab", options, r1) == generate(model, vocab, U"ccccccab", options, r2));
 }
+
+TEST_CASE("the sampling options are checked in one place, with the caller's names", "[sampler]") {
+    const int64_t V = 79, limit = 2000;
+    auto problem = [&](auto change, const SampleOptionNames& names = {}) {
+        SampleOptions options;
+        change(options);
+        return sample_options_problem(options, V, limit, names);
+    };
+    CHECK(problem([](SampleOptions&) {}).empty());  // the defaults
+    CHECK(problem([](SampleOptions& o) { o.max_new = limit, o.temperature = 0, o.top_k = V, o.top_p = 1; }).empty());
+    CHECK(problem([](SampleOptions& o) { o.max_new = 0; }) == "--max-new: 0, expected an integer 1..2000");
+    CHECK(problem([](SampleOptions& o) { o.max_new = limit + 1; }) == "--max-new: 2001, expected an integer 1..2000");
+    CHECK(problem([](SampleOptions& o) { o.temperature = -1; }) == "--temperature: -1, expected a number >= 0");
+    CHECK(problem([](SampleOptions& o) { o.temperature = NAN; }) == "--temperature: nan, expected a number >= 0");
+    CHECK(problem([](SampleOptions& o) { o.temperature = INFINITY; }) == "--temperature: inf, expected a number >= 0");
+    CHECK(problem([](SampleOptions& o) { o.top_k = -1; }) == "--top-k: -1, expected an integer 0..79 (0 = all)");
+    CHECK(problem([](SampleOptions& o) { o.top_k = V + 1; }) == "--top-k: 80, expected an integer 0..79 (0 = all)");
+    CHECK(problem([](SampleOptions& o) { o.top_p = 0; }) == "--top-p: 0, expected a number in (0, 1]");
+    CHECK(problem([](SampleOptions& o) { o.top_p = 1.5; }) == "--top-p: 1.5, expected a number in (0, 1]");
+    const SampleOptionNames api{"max_new", "temperature", "top_k", "top_p"};
+    CHECK(problem([](SampleOptions& o) { o.top_p = 0.25 - 1; }, api) == "top_p: -0.75, expected a number in (0, 1]");
+}

@@ -10,6 +10,8 @@
 
 namespace tinyformer::cli {
 
+constexpr int64_t kMaxSampleChars = 10'000'000;  // --max-new at most
+
 Runner add_sample(CLI::App& app) {
     struct Args {
         std::string checkpoint, prompt = "\n", stop;
@@ -34,22 +36,15 @@ Runner add_sample(CLI::App& app) {
         if (!cmd->parsed()) return -1;
         apply_engine_options(*engine);
         LoadedModel loaded = load_model(args->checkpoint);
-        const int64_t V = loaded.vocab.size();
-        if (!(args->temperature >= 0) || !std::isfinite(args->temperature))
-            throw InputError("--temperature: " + std::to_string(args->temperature) + ", expected a number >= 0");
-        if (args->top_k < 0 || args->top_k > V)
-            throw InputError("--top-k: " + std::to_string(args->top_k) + ", expected 1.." + std::to_string(V) +
-                             " (or 0 for all)");
-        if (!(args->top_p > 0 && args->top_p <= 1))
-            throw InputError("--top-p: " + std::to_string(args->top_p) + ", expected a number in (0, 1]");
-        if (args->max_new < 1 || args->max_new > 10'000'000)
-            throw InputError("--max-new: " + std::to_string(args->max_new) + ", expected 1..10000000");
         if (args->num_samples < 1) throw InputError("--num-samples: expected at least 1");
         SampleOptions options;
         options.max_new = args->max_new;
         options.temperature = args->temperature;
         options.top_k = args->top_k;
         options.top_p = args->top_p;
+        if (std::string problem = sample_options_problem(options, loaded.vocab.size(), kMaxSampleChars);
+            !problem.empty())
+            throw InputError(problem);
         options.stop = decode_utf8(args->stop, "--stop");
         const std::u32string prompt = decode_utf8(args->prompt, "--prompt");
         if (prompt.empty()) throw InputError("--prompt: empty, expected at least one character to continue");

@@ -1,6 +1,7 @@
 #include "tinyformer/model/sampler.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numeric>
 
@@ -9,6 +10,28 @@
 #include "tinyformer/support/errors.hpp"
 
 namespace tinyformer {
+
+// A number as its shortest text that reads back the same: 1.5, -1, 0.25.
+static std::string number_text(double value) {
+    char text[32];
+    const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+    return error == std::errc() ? std::string(text, end) : std::to_string(value);
+}
+
+std::string sample_options_problem(const SampleOptions& options, int64_t vocab_size, int64_t max_new_limit,
+                                   const SampleOptionNames& names) {
+    if (options.max_new < 1 || options.max_new > max_new_limit)
+        return names.max_new + ": " + std::to_string(options.max_new) + ", expected an integer 1.." +
+               std::to_string(max_new_limit);
+    if (!(options.temperature >= 0) || !std::isfinite(options.temperature))
+        return names.temperature + ": " + number_text(options.temperature) + ", expected a number >= 0";
+    if (options.top_k < 0 || options.top_k > vocab_size)
+        return names.top_k + ": " + std::to_string(options.top_k) + ", expected an integer 0.." +
+               std::to_string(vocab_size) + " (0 = all)";
+    if (!(options.top_p > 0 && options.top_p <= 1))
+        return names.top_p + ": " + number_text(options.top_p) + ", expected a number in (0, 1]";
+    return "";
+}
 
 std::vector<double> next_char_distribution(const std::vector<double>& logits, double temperature, int64_t top_k,
                                            double top_p) {

@@ -21,6 +21,18 @@ struct SampleOptions {
     std::u32string stop;      // stop after generating this string (it is included); empty = never
 };
 
+// The names a caller gives the options in its messages: the command line's by default.
+struct SampleOptionNames {
+    std::string max_new = "--max-new", temperature = "--temperature", top_k = "--top-k", top_p = "--top-p";
+};
+
+// The one check of the options' ranges, for `tinyformer sample` and the explorer's
+// /api/sample alike: "" when `options` are valid for a vocabulary of `vocab_size` characters
+// and at most `max_new_limit` new ones, else the first problem as "<name>: <value>,
+// expected ..." with the option named as `names` says.
+std::string sample_options_problem(const SampleOptions& options, int64_t vocab_size, int64_t max_new_limit,
+                                   const SampleOptionNames& names = {});
+
 // The distribution the next character is drawn from, after temperature, top-k and top-p:
 // probabilities over the vocabulary, zero outside the kept set. temperature 0 puts all
 // mass on the first most likely character.
