@@ -190,25 +190,31 @@ void draw_progress(int64_t step, int64_t total, double loss, double tokens_per_s
 }
 void clear_progress() { std::fprintf(stderr, "\r%80s\r", ""); }
 
-}  // namespace
+// ---- before the first step: everything that can be wrong is found here ----
 
-nlohmann::json train(const TrainOptions& options) {
-    const Clock::time_point started = Clock::now();
-    RunConfig config = options.config;
-    const std::string& dir = options.run_dir;
-    const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
-    const std::string model_path = (fs::path(dir) / "model.safetensors").string();
+// The steps' matrix-product precision (train.precision), refused if this CPU lacks it.
+MatmulPrecision step_precision(const TrainConfig& train) {
+    if (train.precision != "bf16") return MatmulPrecision::float32;
+    const std::string missing = backend().bf16_unsupported();
+    if (!missing.empty())
+        throw InputError("train.precision = \"bf16\": " + missing + "; use \"float32\" on this machine");
+    return MatmulPrecision::bf16;
+}
 
-    // Everything that can be wrong is found before the first step.
-    const MatmulPrecision precision =
-        config.train.precision == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::float32;
-    if (precision == MatmulPrecision::bf16) {
-        const std::string missing = backend().bf16_unsupported();
-        if (!missing.empty())
-            throw InputError("train.precision = \"bf16\": " + missing + "; use \"float32\" on this machine");
-    }
-    const bool terminal = config.logging.progress_bar && isatty(STDERR_FILENO);
-    Corpus corpus = load_corpus(config.data, terminal);
+// The text a run trains on, and the windows its evaluations score.
+struct RunData {
+    Corpus corpus;
+    // With train.eval_batches, random windows drawn once from a generator of their own (so the
+    // training batches, and a resumed run, are the same with or without them) and scored at
+    // every evaluation; empty without: evenly spaced ones.
+    std::vector<int64_t> eval_starts;
+    std::string description;  // corpus_description(corpus): what a resumed run must train on again
+};
+
+// Loads the data and checks it against `config`, which learns its vocabulary size here.
+RunData load_run_data(RunConfig& config, bool terminal) {
+    RunData data{load_corpus(config.data, terminal), {}, ""};
+    const Corpus& corpus = data.corpus;
     if (config.model.vocab_size != 0 && config.model.vocab_size != corpus.vocab.size())
         throw InputError("model.vocab_size: " + std::to_string(config.model.vocab_size) + ", but the corpus has " +
                          std::to_string(corpus.vocab.size()) + " distinct characters");
@@ -217,30 +223,25 @@ nlohmann::json train(const TrainOptions& options) {
         throw InputError(corpus.train_name + ": " + std::to_string(corpus.train.size()) +
                          " characters, fewer than one window of model.context + 1 = " +
                          std::to_string(config.model.context + 1));
-    // The evaluations' windows: with train.eval_batches, random ones, drawn once from a
-    // generator of their own (so the training batches, and a resumed run, are the same with
-    // or without them) and scored at every evaluation; without, evenly spaced ones.
-    std::vector<int64_t> eval_starts;
     if (config.train.eval_batches > 0) {
         try {
-            eval_starts = random_windows(corpus.val.size(), config.model.context,
-                                         config.train.eval_batches * config.train.batch_size,
-                                         static_cast<uint64_t>(config.train.seed) ^ 0xe7a15eedULL);
+            data.eval_starts = random_windows(corpus.val.size(), config.model.context,
+                                              config.train.eval_batches * config.train.batch_size,
+                                              static_cast<uint64_t>(config.train.seed) ^ 0xe7a15eedULL);
         } catch (const InputError& e) {
             throw InputError(corpus.val_name + ": " + e.what() + ", needed by train.eval_batches");
         }
     }
+    data.description = corpus_description(corpus);
+    return data;
+}
 
-    const std::string corpus_text = corpus_description(corpus);
-
-    if (options.resume && !fs::exists(state_path))
-        throw InputError(dir + ": no train_state.safetensors to resume from");
-    std::error_code error;
-    fs::create_directories(dir, error);
-    if (error) throw InputError(dir + ": cannot create the run directory: " + error.message());
-    // From here to the end this run is the directory's only writer; what it finds there
-    // (a run to resume, or to refuse to overwrite) is checked under the lock.
-    const RunDirectoryLock lock(dir);
+// What the run directory holds, checked under its lock: a run to resume must have trained the
+// same model, in the same precision, on the same data; a run not to be resumed is overwritten
+// only when asked. Then config.toml is written.
+void check_run_directory(const TrainOptions& options, const RunConfig& config, const std::string& corpus_text,
+                         const std::string& state_path) {
+    const std::string& dir = options.run_dir;
     if (options.resume) {
         if (!fs::exists(state_path)) throw InputError(dir + ": no train_state.safetensors to resume from");
         const std::map<std::string, std::string> saved = read_safetensors(state_path).metadata;
@@ -268,76 +269,111 @@ nlohmann::json train(const TrainOptions& options) {
     } catch (const std::runtime_error& e) {
         throw InputError(std::string(e.what()) + " (the run directory must be writable)");
     }
+}
 
-    Transformer model(config.model, static_cast<uint64_t>(config.train.seed));
-    BatchDraws batch_draws(config.train);
-    if (batch_draws.use_torch) initialise_like_torch(model.parameters(), config.model, batch_draws.torch);
-    AdamW adam(model.parameters(), config.optim);
-    int64_t step = 0;
-    if (options.resume) step = load_train_state(state_path, model, adam, batch_draws);
-    MetricsLog metrics{(fs::path(dir) / "metrics.jsonl").string(), {}};
-    if (options.resume) metrics.load_until(step);
-    // How the roles form: measured at every evaluation on these probes (none without probes).
-    const std::vector<Probe> role_subset = role_probes(corpus.probes);
+// ---- the run itself ----
 
-    const int64_t total = config.train.steps, B = config.train.batch_size, T = config.model.context;
-    spdlog::info("{} {}: {} parameters, vocabulary {}, {} training / {} validation characters, backend {}",
-                 options.resume ? "resuming" : "training", config.name, model.parameters().count(),
-                 corpus.vocab.size(), corpus.train.size(), corpus.val.size(), backend().name());
-    if (options.resume) spdlog::info("resumed at step {}/{}", step, total);
+// One run as it trains: the model, the optimizer and the batch draws (restored when it
+// resumes), its metrics and checkpoints, and its evaluations.
+struct TrainingRun {
+    TrainingRun(const TrainOptions& options, const RunConfig& config, const RunData& data, bool terminal)
+        : config(config),
+          data(data),
+          dir(options.run_dir),
+          state_path((fs::path(dir) / "train_state.safetensors").string()),
+          model_path((fs::path(dir) / "model.safetensors").string()),
+          terminal(terminal),
+          model(config.model, static_cast<uint64_t>(config.train.seed)),
+          batch_draws(config.train),
+          adam(model.parameters(), config.optim),
+          metrics{(fs::path(dir) / "metrics.jsonl").string(), {}},
+          role_subset(role_probes(data.corpus.probes)) {
+        if (batch_draws.use_torch) initialise_like_torch(model.parameters(), config.model, batch_draws.torch);
+        if (options.resume) {
+            step = saved_step = load_train_state(state_path, model, adam, batch_draws);
+            metrics.load_until(step);
+        }
+    }
 
-    int64_t saved_step = options.resume ? step : -1;  // the step of the checkpoint on disk
+    // "the checkpoint of step N in DIR is kept", for a message that stops the run.
+    std::string kept_checkpoint() const {
+        return saved_step >= 0 ? "the checkpoint of step " + std::to_string(saved_step) + " in " + dir + " is kept"
+                               : "no checkpoint had been saved yet";
+    }
+
     // A checkpoint is two files that change together. Both are written in full first (the
     // larger, the training state, first: a full disk stops there and changes nothing). Then
     // the model is renamed into place, then the training state. A kill between the two renames
     // leaves the new model beside the previous state (or beside none, at the first
     // checkpoint); a resume from that state computes the same model again. So wherever a
     // train_state.safetensors is, a model.safetensors of its step or a later one is beside it.
-    auto save_checkpoint = [&](int64_t at_step) {
+    void save_checkpoint() {
         try {
-            StagedFile state = stage_train_state(state_path, model, adam, batch_draws, config, corpus_text, at_step);
-            StagedFile weights = stage_model(model_path, model, corpus.vocab, config, at_step);
+            StagedFile state = stage_train_state(state_path, model, adam, batch_draws, config, data.description, step);
+            StagedFile weights = stage_model(model_path, model, data.corpus.vocab, config, step);
             weights.commit();
             state.commit();
         } catch (const std::runtime_error& e) {  // a full disk: say what survived
-            throw std::runtime_error(std::string(e.what()) + "; " +
-                                     (saved_step >= 0 ? "the checkpoint of step " + std::to_string(saved_step) +
-                                                            " in " + dir + " is kept"
-                                                      : "no checkpoint had been saved yet"));
+            throw std::runtime_error(std::string(e.what()) + "; " + kept_checkpoint());
         }
-        saved_step = at_step;
-    };
+        saved_step = step;
+    }
 
     // The validation loss: at the evaluations (their windows), and at the end (train.final_eval).
-    auto evaluate_periodic = [&]() {
-        return eval_starts.empty() ? score_text(model, corpus.val, config.train.eval_windows, terminal)
-                                   : score_windows(model, corpus.val, eval_starts, terminal, B);
-    };
-    const bool final_full = config.train.final_eval == "full";
-    auto evaluate_final = [&]() {
-        if (!final_full) return evaluate_periodic();
-        const int64_t windows = (corpus.val.size() - 2) / T + 1;
+    TextScore evaluate_periodic() const {
+        return data.eval_starts.empty()
+                   ? score_text(model, data.corpus.val, config.train.eval_windows, terminal)
+                   : score_windows(model, data.corpus.val, data.eval_starts, terminal, config.train.batch_size);
+    }
+    bool final_full() const { return config.train.final_eval == "full"; }
+    TextScore evaluate_final() const {
+        if (!final_full()) return evaluate_periodic();
+        const int64_t windows = (data.corpus.val.size() - 2) / config.model.context + 1;
         if (windows > 5000)
             spdlog::info("scoring the whole validation text: {} windows (train.final_eval = \"sampled\" would score "
                          "the evaluations' {} instead)",
-                         windows, eval_starts.empty() ? std::min(windows, config.train.eval_windows)
-                                                      : static_cast<int64_t>(eval_starts.size()));
-        return score_text(model, corpus.val, 0, terminal);
-    };
-    std::optional<TextScore> final_score;  // the last evaluation's, when it was the final one
+                         windows, data.eval_starts.empty() ? std::min(windows, config.train.eval_windows)
+                                                           : static_cast<int64_t>(data.eval_starts.size()));
+        return score_text(model, data.corpus.val, 0, terminal);
+    }
 
-    interrupt_requested = 0;
-    auto previous_handler = std::signal(SIGINT, on_sigint);
-    const Clock::time_point loop_start = Clock::now();
-    const int64_t first_step = step;
+    void train_loop(MatmulPrecision precision, const Clock::time_point& started);
+    void log_step(double lr, double grad_norm, bool evaluate_now);
+    nlohmann::json summary(const Clock::time_point& started);
+
+    const RunConfig& config;
+    const RunData& data;
+    const std::string dir, state_path, model_path;
+    const bool terminal;  // a live progress bar on stderr
+    Transformer model;
+    BatchDraws batch_draws;
+    AdamW adam;
+    MetricsLog metrics;
+    const std::vector<Probe> role_subset;  // how the roles form: measured at every evaluation
+    int64_t step = 0;
+    int64_t saved_step = -1;  // the step of the checkpoint on disk
+
+    // The loop's timing and the losses since the last log line.
+    int64_t first_step = 0;
+    Clock::time_point loop_start, interval_start;
     double interval_loss = 0, last_train_loss = NAN;
     int64_t interval_steps = 0;
     double seconds_to_first_step = 0;  // from the start: reading the data, building the model, one step
-    Clock::time_point interval_start = Clock::now();
+    double train_seconds = 0;
+    std::optional<TextScore> final_score;  // the last evaluation's, when it was the final one
+};
 
+// The steps, from `step` to train.steps: a log line (and an evaluation, a checkpoint) when due,
+// a progress bar between them. Ctrl-C saves a checkpoint and throws Interrupted.
+void TrainingRun::train_loop(MatmulPrecision precision, const Clock::time_point& started) {
+    const int64_t total = config.train.steps, B = config.train.batch_size, T = config.model.context;
+    interrupt_requested = 0;
+    auto previous_handler = std::signal(SIGINT, on_sigint);
+    loop_start = interval_start = Clock::now();
+    first_step = step;
     while (step < total) {
         const double lr = learning_rate(config.optim, step, total);
-        Batch batch = batch_draws.next(corpus.train, B, T);
+        Batch batch = batch_draws.next(data.corpus.train, B, T);
         model.parameters().zero_grad();
         // The step's matrix products in train.precision (evaluations stay float32).
         std::optional<MatmulPrecisionScope> step_precision(std::in_place, precision);
@@ -345,11 +381,9 @@ nlohmann::json train(const TrainOptions& options) {
         const double loss_value = loss.item();
         if (!std::isfinite(loss_value)) {
             std::signal(SIGINT, previous_handler);
-            const std::string kept = saved_step >= 0 ? "the checkpoint of step " + std::to_string(saved_step) +
-                                                           " in " + dir + " is kept"
-                                                     : "no checkpoint had been saved yet";
             throw std::runtime_error("training loss is " + std::to_string(loss_value) + " at step " +
-                                     std::to_string(step + 1) + "; stopped, " + kept + " (try a lower optim.lr)");
+                                     std::to_string(step + 1) + "; stopped, " + kept_checkpoint() +
+                                     " (try a lower optim.lr)");
         }
         loss.backward();
         step_precision.reset();
@@ -361,30 +395,8 @@ nlohmann::json train(const TrainOptions& options) {
         ++interval_steps;
 
         const bool evaluate_now = step == total || (config.train.eval_every > 0 && step % config.train.eval_every == 0);
-        const bool log_now = evaluate_now || step % config.logging.log_every == 0;
-        if (log_now) {
-            const double elapsed = seconds_since(loop_start);
-            const double tokens_per_second = interval_steps * B * T / seconds_since(interval_start);
-            const double eta = elapsed / static_cast<double>(step - first_step) * static_cast<double>(total - step);
-            last_train_loss = interval_loss / interval_steps;
-            nlohmann::json row = {{"step", step},          {"loss", last_train_loss},
-                                  {"lr", lr},              {"grad_norm", grad_norm},
-                                  {"tokens_per_s", tokens_per_second}, {"elapsed_s", elapsed}};
-            std::string val_text;
-            if (evaluate_now) {
-                TextScore val = step == total ? *(final_score = evaluate_final()) : evaluate_periodic();
-                row["val_loss"] = val.loss;
-                if (!role_subset.empty()) row["roles"] = training_roles(model, corpus.vocab, role_subset);
-                char buffer[32];
-                std::snprintf(buffer, sizeof buffer, " | val %.4f", val.loss);
-                val_text = buffer;
-            }
-            if (terminal) clear_progress();
-            spdlog::info("step {:>{}}/{} | loss {:.4f}{} | lr {:.2e} | {:.1f}k tok/s | {} elapsed | ETA {}", step,
-                         std::to_string(total).size(), total, last_train_loss, val_text, lr,
-                         tokens_per_second / 1000, duration_str(elapsed), duration_str(eta));
-            metrics.append(row);
-            interval_loss = 0, interval_steps = 0, interval_start = Clock::now();
+        if (evaluate_now || step % config.logging.log_every == 0) {
+            log_step(lr, grad_norm, evaluate_now);
         } else if (terminal) {
             const double elapsed = seconds_since(loop_start);
             draw_progress(step, total, loss_value, (step - first_step) * B * T / elapsed,
@@ -392,7 +404,7 @@ nlohmann::json train(const TrainOptions& options) {
         }
         const bool checkpoint_now =
             evaluate_now || (config.train.checkpoint_every > 0 && step % config.train.checkpoint_every == 0);
-        if (checkpoint_now || interrupt_requested) save_checkpoint(step);
+        if (checkpoint_now || interrupt_requested) save_checkpoint();
         if (interrupt_requested) {
             if (terminal) clear_progress();
             std::signal(SIGINT, previous_handler);
@@ -402,16 +414,49 @@ nlohmann::json train(const TrainOptions& options) {
         }
     }
     std::signal(SIGINT, previous_handler);
-    const double train_seconds = seconds_since(loop_start);
-    if (step == first_step) save_checkpoint(step);  // nothing to do, but leave a loadable run
+    train_seconds = seconds_since(loop_start);
+    if (step == first_step) save_checkpoint();  // nothing to do, but leave a loadable run
+}
 
-    // The final scores: the validation text (train.final_eval), and the probes.
+// A log line and a metrics row for the steps since the last one, with the validation loss
+// and the heads' roles when `evaluate_now`.
+void TrainingRun::log_step(double lr, double grad_norm, bool evaluate_now) {
+    const int64_t total = config.train.steps, B = config.train.batch_size, T = config.model.context;
+    const double elapsed = seconds_since(loop_start);
+    const double tokens_per_second = interval_steps * B * T / seconds_since(interval_start);
+    const double eta = elapsed / static_cast<double>(step - first_step) * static_cast<double>(total - step);
+    last_train_loss = interval_loss / interval_steps;
+    nlohmann::json row = {{"step", step},          {"loss", last_train_loss},
+                          {"lr", lr},              {"grad_norm", grad_norm},
+                          {"tokens_per_s", tokens_per_second}, {"elapsed_s", elapsed}};
+    std::string val_text;
+    if (evaluate_now) {
+        TextScore val = step == total ? *(final_score = evaluate_final()) : evaluate_periodic();
+        row["val_loss"] = val.loss;
+        if (!role_subset.empty()) row["roles"] = training_roles(model, data.corpus.vocab, role_subset);
+        char buffer[32];
+        std::snprintf(buffer, sizeof buffer, " | val %.4f", val.loss);
+        val_text = buffer;
+    }
+    if (terminal) clear_progress();
+    spdlog::info("step {:>{}}/{} | loss {:.4f}{} | lr {:.2e} | {:.1f}k tok/s | {} elapsed | ETA {}", step,
+                 std::to_string(total).size(), total, last_train_loss, val_text, lr, tokens_per_second / 1000,
+                 duration_str(elapsed), duration_str(eta));
+    metrics.append(row);
+    interval_loss = 0, interval_steps = 0, interval_start = Clock::now();
+}
+
+// The final scores (the validation text as train.final_eval says, and the probes) and the
+// run's figures: summary.json's contents.
+nlohmann::json TrainingRun::summary(const Clock::time_point& started) {
+    const int64_t B = config.train.batch_size, T = config.model.context;
     const TextScore val = final_score ? *final_score : evaluate_final();
-    nlohmann::json val_eval = {{"over", final_full ? "the full validation text" : "the evaluations' sampled windows"},
-                               {"windows", val.windows},
-                               {"characters", val.predicted}};
-    if (!final_full)
-        val_eval["sampling"] = eval_starts.empty()
+    nlohmann::json val_eval = {
+        {"over", final_full() ? "the full validation text" : "the evaluations' sampled windows"},
+        {"windows", val.windows},
+        {"characters", val.predicted}};
+    if (!final_full())
+        val_eval["sampling"] = data.eval_starts.empty()
                                    ? "train.eval_windows evenly spaced windows"
                                    : "train.eval_batches × train.batch_size random windows (seed train.seed ^ 0xe7a15eed)";
     nlohmann::json summary = {
@@ -423,14 +468,14 @@ nlohmann::json train(const TrainOptions& options) {
         {"val_perplexity", val.perplexity},
         {"val_eval", val_eval},
         {"params", model.parameters().count()},
-        {"vocab_size", corpus.vocab.size()},
+        {"vocab_size", data.corpus.vocab.size()},
         {"tokens_per_second", step > first_step ? (step - first_step) * B * T / train_seconds : 0.0},
         {"train_seconds", train_seconds},
         {"backend", backend().name()},
         {"made_by", build_info_json()},  // tinyformer's version and commit, oneDNN's, the compiler
     };
-    if (!corpus.probes.empty()) {
-        ProbeScore probes = score_probes(model, corpus.vocab, corpus.probes);
+    if (!data.corpus.probes.empty()) {
+        ProbeScore probes = score_probes(model, data.corpus.vocab, data.corpus.probes);
         summary["probe_accuracy"] = probes.accuracy();
         for (const auto& [kind, counts] : probes.by_kind)
             summary["probe_accuracy_by_kind"][kind] = static_cast<double>(counts.first) / counts.second;
@@ -443,10 +488,42 @@ nlohmann::json train(const TrainOptions& options) {
     struct rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
     summary["peak_rss_mb"] = static_cast<double>(usage.ru_maxrss) / 1024.0;  // kB on Linux
-    write_file_atomic((fs::path(dir) / "loss.svg").string(), metrics.loss_svg(config.name));
+    return summary;
+}
+
+}  // namespace
+
+nlohmann::json train(const TrainOptions& options) {
+    const Clock::time_point started = Clock::now();
+    RunConfig config = options.config;
+    const std::string& dir = options.run_dir;
+    const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
+
+    const MatmulPrecision precision = step_precision(config.train);
+    const bool terminal = config.logging.progress_bar && isatty(STDERR_FILENO);
+    const RunData data = load_run_data(config, terminal);
+    if (options.resume && !fs::exists(state_path))
+        throw InputError(dir + ": no train_state.safetensors to resume from");
+    std::error_code error;
+    fs::create_directories(dir, error);
+    if (error) throw InputError(dir + ": cannot create the run directory: " + error.message());
+    // From here to the end this run is the directory's only writer; what it finds there
+    // (a run to resume, or to refuse to overwrite) is checked under the lock.
+    const RunDirectoryLock lock(dir);
+    check_run_directory(options, config, data.description, state_path);
+
+    TrainingRun run(options, config, data, terminal);
+    spdlog::info("{} {}: {} parameters, vocabulary {}, {} training / {} validation characters, backend {}",
+                 options.resume ? "resuming" : "training", config.name, run.model.parameters().count(),
+                 data.corpus.vocab.size(), data.corpus.train.size(), data.corpus.val.size(), backend().name());
+    if (options.resume) spdlog::info("resumed at step {}/{}", run.step, config.train.steps);
+    run.train_loop(precision, started);
+
+    const nlohmann::json summary = run.summary(started);
+    write_file_atomic((fs::path(dir) / "loss.svg").string(), run.metrics.loss_svg(config.name));
     write_file_atomic((fs::path(dir) / "summary.json").string(), summary.dump(2) + "\n");
-    spdlog::info("done: val loss {:.4f} ({:.3f} bits/char), {:.1f}s of training, run in {}", val.loss, val.bpc,
-                 train_seconds, dir);
+    spdlog::info("done: val loss {:.4f} ({:.3f} bits/char), {:.1f}s of training, run in {}",
+                 summary["val_loss"].get<double>(), summary["val_bpc"].get<double>(), run.train_seconds, dir);
     return summary;
 }
 
