@@ -89,8 +89,8 @@ stage "ASan+UBSan: build (clang)" build_tree build-asan -DCMAKE_CXX_COMPILER=cla
 
 # ThreadSanitizer: the explorer's API answering 16 threads at once (tinyformer serve answers
 # requests concurrently with no lock on the model); any data race fails the run. Only the
-# core library and test_explorer.cpp are built (tinyformer_concurrency_tests).
-stage "TSan: build (core + test_explorer.cpp)" build_tree build-tsan -DCMAKE_BUILD_TYPE=Debug \
+# explore layer, the layers below it and test_explorer.cpp are built (tinyformer_concurrency_tests).
+stage "TSan: build (explore and below + test_explorer.cpp)" build_tree build-tsan -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DTINYFORMER_TSAN=ON -- tinyformer_concurrency_tests &&
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     stage "TSan: [concurrency]" build-tsan/tests/tinyformer_concurrency_tests "[concurrency]" || status=1
