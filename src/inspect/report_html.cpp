@@ -41,19 +41,19 @@ li { margin-bottom: 6px; } dt { font-weight: bold; } dd { margin: 0 0 6px 16px; 
 h3 { font-size: 15px; margin-top: 20px; }
 )";
 
-}  // namespace
-
-std::string report_html(const AttentionMaps& maps, const InspectResult& result, const ReportContext& context,
-                        const std::string& weight_sections) {
+// The page's head and what the numbers come from: the checkpoint, the model, the shown
+// text, the validation text, the probes, then the notes.
+std::string page_header(const AttentionMaps& maps, const InspectResult& result, const ReportContext& context) {
     std::string html = "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"zh-Hans\">\n<head>\n"
                        "<meta charset=\"utf-8\"/>\n<title>tinyformer inspect: where does each head read?</title>\n"
                        "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
     html += "<h1>Where does each head read?</h1>\n";
-    html += "<p class=\"meta\">checkpoint " + xml_escape(context.checkpoint) + " (step " + std::to_string(context.step) +
-            "): D=" + std::to_string(context.model.d_model) + ", H=" + std::to_string(context.model.n_heads) +
-            " heads of width " + std::to_string(context.model.head_width()) + ", L=" +
-            std::to_string(context.model.n_layers) + " layers, context " + std::to_string(context.model.context) +
-            ", " + xml_escape(context.model.positions) + " positions.<br/>The maps show " +
+    const ModelConfig& model = context.model;
+    html += "<p class=\"meta\">checkpoint " + xml_escape(context.checkpoint) + " (step " +
+            std::to_string(context.step) + "): D=" + std::to_string(model.d_model) + ", H=" +
+            std::to_string(model.n_heads) + " heads of width " + std::to_string(model.head_width()) + ", L=" +
+            std::to_string(model.n_layers) + " layers, context " + std::to_string(model.context) + ", " +
+            xml_escape(model.positions) + " positions.<br/>The maps show " +
             xml_escape(context.maps_source) + ": “" + xml_escape(encode_utf8(maps.text)) + "”.";
     if (result.has_text)
         html += "<br/>Reading patterns and losses: " + xml_escape(context.text_name) + " (" +
@@ -64,11 +64,14 @@ std::string report_html(const AttentionMaps& maps, const InspectResult& result, 
                 std::to_string(result.probes.total) + " correct, " + percent(result.probes.accuracy(), 1) + ").";
     html += "</p>\n";
     for (const std::string& note : context.notes) html += "<p class=\"meta\">Note: " + xml_escape(note) + "</p>\n";
+    return html;
+}
 
-    // 1. The maps, one row per layer.
-    html += "<h2>Attention maps</h2>\n<p class=\"meta\">Rows: the character that reads (query); columns: the "
-            "character read. One colour scale for all heads; grey cells are the future, which a causal head "
-            "cannot read. Hover a cell for its weight.</p>\n";
+// 1. The maps, one row per layer.
+std::string attention_maps_section(const AttentionMaps& maps, const InspectResult& result) {
+    std::string html = "<h2>Attention maps</h2>\n<p class=\"meta\">Rows: the character that reads (query); columns: "
+                       "the character read. One colour scale for all heads; grey cells are the future, which a causal "
+                       "head cannot read. Hover a cell for its weight.</p>\n";
     for (int64_t l = 0; l < maps.layers; ++l) {
         html += "<div class=\"layer\">\n";
         for (int64_t h = 0; h < maps.heads; ++h) {
@@ -82,88 +85,119 @@ std::string report_html(const AttentionMaps& maps, const InspectResult& result, 
         }
         html += "</div>\n";
     }
+    return html;
+}
 
-    // 2. One sentence per head.
-    html += "<h2>What each head does, measured</h2>\n<ul>\n";
+// 2. One sentence per head.
+std::string findings_section(const InspectResult& result) {
+    std::string html = "<h2>What each head does, measured</h2>\n<ul>\n";
     for (const HeadReport& head : result.heads) html += "<li>" + xml_escape(head.finding) + "</li>\n";
     html += "</ul>\n";
+    return html;
+}
 
-    // 3. Reading patterns over the validation text.
-    if (result.has_text) {
-        html += "<h2>Reading patterns over the validation text</h2>\n<table>\n<tr><th>head</th><th>previous</th>"
-                "<th>self</th><th>first</th><th>duplicate</th><th>induction</th><th>mean distance</th>"
-                "<th>mean entropy (nats)</th></tr>\n";
-        for (const HeadReport& head : result.heads) {
-            const HeadRoles& r = head.roles;
-            html += "<tr>" + td(head_name(head.layer, head.head));
-            for (double score : {r.previous, r.self, r.first, r.duplicate, r.induction}) html += td(fixed(score), score >= 0.4);
-            html += td(fixed(r.distance, 1)) + td(fixed(r.entropy)) + "</tr>\n";
-        }
-        html += "</table>\n";
+// 3. Reading patterns over the validation text.
+std::string reading_patterns_section(const InspectResult& result) {
+    std::string html = "<h2>Reading patterns over the validation text</h2>\n<table>\n<tr><th>head</th><th>previous</th>"
+                       "<th>self</th><th>first</th><th>duplicate</th><th>induction</th><th>mean distance</th>"
+                       "<th>mean entropy (nats)</th></tr>\n";
+    for (const HeadReport& head : result.heads) {
+        const HeadRoles& r = head.roles;
+        html += "<tr>" + td(head_name(head.layer, head.head));
+        for (double score : {r.previous, r.self, r.first, r.duplicate, r.induction})
+            html += td(fixed(score), score >= 0.4);
+        html += td(fixed(r.distance, 1)) + td(fixed(r.entropy)) + "</tr>\n";
     }
+    html += "</table>\n";
+    return html;
+}
 
-    // 4. Probe readout: where each head reads when the answer is due.
-    if (result.has_probes) {
-        html += "<h2>Probe readout: where each head reads when the answer is due</h2>\n<p class=\"meta\">At the "
-                "position that predicts each answer character, the share of the head's attention on the answer's "
-                "place in the story (span), and on the earlier positions holding that very character (characters); "
-                "per answer character in brackets (1st / 2nd).</p>\n<table>\n<tr><th>head</th>";
+// 4. Probe readout: where each head reads when the answer is due.
+std::string probe_readout_section(const InspectResult& result) {
+    std::string html = "<h2>Probe readout: where each head reads when the answer is due</h2>\n<p class=\"meta\">At "
+                       "the position that predicts each answer character, the share of the head's attention on the "
+                       "answer's place in the story (span), and on the earlier positions holding that very character "
+                       "(characters); per answer character in brackets (1st / 2nd).</p>\n<table>\n<tr><th>head</th>";
+    for (const auto& [kind, counts] : result.probes.by_kind)
+        html += "<th>" + xml_escape(kind) + ": span</th><th>" + xml_escape(kind) + ": characters (" +
+                std::to_string(counts.second) + " probes)</th>";
+    html += "</tr>\n";
+    for (const HeadReport& head : result.heads) {
+        html += "<tr>" + td(head_name(head.layer, head.head));
+        for (const auto& [kind, counts] : result.probes.by_kind) {
+            auto it = head.answer_source.find(kind);
+            if (it == head.answer_source.end()) {
+                html += td("–") + td("–");
+                continue;
+            }
+            auto with_parts = [](double mean, const std::vector<double>& parts) {
+                std::string text;
+                for (double share : parts) text += (text.empty() ? "" : " / ") + fixed(share);
+                return fixed(mean) + " (" + text + ")";
+            };
+            html += td(with_parts(it->second.span_share, it->second.span_by_answer_char), it->second.span_share >= 0.3);
+            html += td(with_parts(it->second.share, it->second.by_answer_char), it->second.share >= 0.3);
+        }
+        html += "</tr>\n";
+    }
+    html += "</table>\n";
+    return html;
+}
+
+// 5. Ablations.
+std::string ablation_section(const InspectResult& result) {
+    std::string html = "<h2>Ablation: the model without one head</h2>\n<table>\n<tr><th>head</th>";
+    const char* modes[] = {"zeroed", "mean output"};
+    for (const char* mode : modes) {
+        if (!result.has_text && std::string(mode) != "zeroed") continue;
+        if (result.has_text) html += std::string("<th>") + mode + ": val loss</th>";
         for (const auto& [kind, counts] : result.probes.by_kind)
-            html += "<th>" + xml_escape(kind) + ": span</th><th>" + xml_escape(kind) + ": characters (" +
-                    std::to_string(counts.second) + " probes)</th>";
-        html += "</tr>\n";
-        for (const HeadReport& head : result.heads) {
-            html += "<tr>" + td(head_name(head.layer, head.head));
+            html += std::string("<th>") + mode + ": " + xml_escape(kind) + "</th>";
+    }
+    html += "</tr>\n<tr>" + td("(none)");
+    for (int m = 0; m < (result.has_text ? 2 : 1); ++m) {
+        if (result.has_text) html += td(fixed(result.val_loss, 4));
+        for (const auto& [kind, counts] : result.probes.by_kind) html += td(percent(result.probes.accuracy(kind), 1));
+    }
+    html += "</tr>\n";
+    for (const HeadReport& head : result.heads) {
+        html += "<tr>" + td(head_name(head.layer, head.head));
+        for (const AblationResult* effect : {&head.zeroed, &head.mean_replaced}) {
+            if (!result.has_text && effect == &head.mean_replaced) continue;
+            if (result.has_text)
+                html += td(fixed(effect->val_loss, 4) + " (" + signed_fixed(effect->val_loss - result.val_loss) + ")");
             for (const auto& [kind, counts] : result.probes.by_kind) {
-                auto it = head.answer_source.find(kind);
-                if (it == head.answer_source.end()) {
-                    html += td("–") + td("–");
-                    continue;
-                }
-                auto with_parts = [](double mean, const std::vector<double>& parts) {
-                    std::string text;
-                    for (double share : parts) text += (text.empty() ? "" : " / ") + fixed(share);
-                    return fixed(mean) + " (" + text + ")";
-                };
-                html += td(with_parts(it->second.span_share, it->second.span_by_answer_char), it->second.span_share >= 0.3);
-                html += td(with_parts(it->second.share, it->second.by_answer_char), it->second.share >= 0.3);
+                const double drop = result.probes.accuracy(kind) - effect->probes.accuracy(kind);
+                html += td(percent(effect->probes.accuracy(kind), 1), 100 * drop >= 10);
             }
-            html += "</tr>\n";
-        }
-        html += "</table>\n";
-    }
-
-    // 5. Ablations.
-    if (result.has_text || result.has_probes) {
-        html += "<h2>Ablation: the model without one head</h2>\n<table>\n<tr><th>head</th>";
-        const char* modes[] = {"zeroed", "mean output"};
-        for (const char* mode : modes) {
-            if (!result.has_text && std::string(mode) != "zeroed") continue;
-            if (result.has_text) html += std::string("<th>") + mode + ": val loss</th>";
-            for (const auto& [kind, counts] : result.probes.by_kind)
-                html += std::string("<th>") + mode + ": " + xml_escape(kind) + "</th>";
-        }
-        html += "</tr>\n<tr>" + td("(none)");
-        for (int m = 0; m < (result.has_text ? 2 : 1); ++m) {
-            if (result.has_text) html += td(fixed(result.val_loss, 4));
-            for (const auto& [kind, counts] : result.probes.by_kind) html += td(percent(result.probes.accuracy(kind), 1));
         }
         html += "</tr>\n";
-        for (const HeadReport& head : result.heads) {
-            html += "<tr>" + td(head_name(head.layer, head.head));
-            for (const AblationResult* effect : {&head.zeroed, &head.mean_replaced}) {
-                if (!result.has_text && effect == &head.mean_replaced) continue;
-                if (result.has_text)
-                    html += td(fixed(effect->val_loss, 4) + " (" + signed_fixed(effect->val_loss - result.val_loss) + ")");
-                for (const auto& [kind, counts] : result.probes.by_kind) {
-                    const double drop = result.probes.accuracy(kind) - effect->probes.accuracy(kind);
-                    html += td(percent(effect->probes.accuracy(kind), 1), 100 * drop >= 10);
-                }
-            }
-            html += "</tr>\n";
-        }
-        html += "</table>\n";
     }
+    html += "</table>\n";
+    return html;
+}
+
+// The definitions of every measure, the bars the bold cells clear, and the page's end.
+std::string definitions_section() {
+    std::string html = "<h2>What the numbers mean</h2>\n<dl>\n";
+    for (const auto& [name, sentence] : measure_definitions())
+        html += "<dt>" + xml_escape(name) + "</dt><dd>" + xml_escape(sentence) + "</dd>\n";
+    html += "</dl>\n<p class=\"meta\">Bold cells clear the bar the sentences use: a pattern holding at least 0.40 of "
+            "a head's attention, an answer share of at least 0.30, an accuracy drop of at least 10 points.</p>\n";
+    html += "</body>\n</html>\n";
+    return html;
+}
+
+}  // namespace
+
+std::string report_html(const AttentionMaps& maps, const InspectResult& result, const ReportContext& context,
+                        const std::string& weight_sections) {
+    std::string html = page_header(maps, result, context);
+    html += attention_maps_section(maps, result);
+    html += findings_section(result);
+    if (result.has_text) html += reading_patterns_section(result);
+    if (result.has_probes) html += probe_readout_section(result);
+    if (result.has_text || result.has_probes) html += ablation_section(result);
 
     // 6. The weights: head matrices, circuits through the vocabulary, composition.
     html += weight_sections;
@@ -172,12 +206,7 @@ std::string report_html(const AttentionMaps& maps, const InspectResult& result, 
     if (!context.loss_svg.empty()) html += "<h2>Training</h2>\n" + context.loss_svg + "\n";
     html += roles_over_training_html(context.metrics);  // 8. How the roles formed, when the run recorded them
 
-    html += "<h2>What the numbers mean</h2>\n<dl>\n";
-    for (const auto& [name, sentence] : measure_definitions())
-        html += "<dt>" + xml_escape(name) + "</dt><dd>" + xml_escape(sentence) + "</dd>\n";
-    html += "</dl>\n<p class=\"meta\">Bold cells clear the bar the sentences use: a pattern holding at least 0.40 of "
-            "a head's attention, an answer share of at least 0.30, an accuracy drop of at least 10 points.</p>\n";
-    html += "</body>\n</html>\n";
+    html += definitions_section();
     return html;
 }
 

@@ -124,4 +124,9 @@ expect_exit 2 "an unknown --view" -- "$tf" inspect --checkpoint "$scratch/run" -
 expect_exit 2 "a missing probes file" -- "$tf" inspect --checkpoint "$scratch/run" --probes "$scratch/none.tsv"
 expect_in "$err" "none.tsv" "names the probes file"
 expect_exit 2 "no such checkpoint" -- "$tf" inspect --checkpoint "$scratch/none" --text "小丁"
+# --probes '' means the config's probes; when it has none there is no first probe to show.
+expect_exit 2 "--probes '' without --text, and no probes in the config" -- \
+  "$tf" inspect --checkpoint "$scratch/noprobes" --probes "" --out "$scratch/x"
+expect_in "$err" "give --text TEXT or --probes FILE" "says what to give"
+one_line "no probes to show"
 finish
