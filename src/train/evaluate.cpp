@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "tinyformer/engine/autograd.hpp"
 #include "tinyformer/engine/ops.hpp"
 #include "tinyformer/model/sampler.hpp"
 #include "tinyformer/support/errors.hpp"
 #include "tinyformer/support/progress.hpp"
+#include "tinyformer/train/checkpoint.hpp"
 
 namespace tinyformer {
 
@@ -105,6 +108,111 @@ ProbeScore score_probes(const Transformer& model, const Vocabulary& vocab, const
         }
     }
     return score;
+}
+
+namespace {
+
+// The text `tinyformer eval` scores, and the name it is reported by.
+struct EvalText {
+    TokenIds ids;
+    std::string name;
+};
+
+// `text_path`, else the validation text of the checkpoint's config as training split it.
+EvalText eval_text(const LoadedModel& loaded, const std::string& text_path) {
+    const DataConfig& data = loaded.config.data;
+    EvalText text{{}, text_path};
+    if (!text_path.empty()) {
+        text.ids = read_ids(text_path, loaded.vocab, true);
+    } else if (data.has_corpus()) {
+        DataConfig text_only = data;
+        text_only.probes_path.clear();
+        Corpus corpus = load_corpus(text_only, true);  // the validation text as training split it
+        text.ids = corpus.val;
+        text.name = data.validation_name();
+        if (corpus.vocab.chars() != loaded.vocab.chars())
+            throw InputError(text.name + ": its corpus no longer has the checkpoint's vocabulary");
+    } else {
+        throw InputError("eval: the checkpoint's config names no validation text; give --text FILE");
+    }
+    if (text.ids.size() < 2) throw InputError(text.name + ": needs at least 2 characters to score");
+    return text;
+}
+
+// The whole text in consecutive windows, or the request's batches of random windows.
+TextScore score_eval_text(const Transformer& model, const TokenIds& ids, const EvalRequest& request) {
+    const int64_t T = model.config().context;
+    if (request.batches > 0) {  // random windows, as train.eval_batches draws them
+        const std::vector<int64_t> starts =
+            random_windows(ids.size(), T, request.batches * request.batch_size, static_cast<uint64_t>(request.seed));
+        return score_windows(model, ids, starts, true, request.batch_size);
+    }
+    return score_text(model, ids, 0, true);
+}
+
+// The probes' accuracy, overall and by kind, and each miss, added to eval's JSON object.
+void add_probe_scores(nlohmann::json& out, const LoadedModel& loaded, const std::string& probes_path) {
+    std::vector<Probe> probes = load_probes(probes_path);
+    for (const Probe& probe : probes) loaded.vocab.encode(probe.prompt + probe.answer, probes_path);
+    ProbeScore result = score_probes(*loaded.model, loaded.vocab, probes);
+    out["probes"] = probes_path;
+    out["probe_accuracy"] = result.accuracy();
+    out["probe_correct"] = result.correct;
+    out["probe_total"] = result.total;
+    for (const auto& [kind, counts] : result.by_kind)
+        out["probe_accuracy_by_kind"][kind] = static_cast<double>(counts.first) / counts.second;
+    out["misses"] = nlohmann::json::array();
+    for (const ProbeResult& miss : result.misses)
+        out["misses"].push_back({{"prompt", encode_utf8(miss.probe.prompt)},
+                                 {"expected", encode_utf8(miss.probe.answer)},
+                                 {"got", encode_utf8(miss.answer_given)},
+                                 {"kind", miss.probe.kind}});
+}
+
+// eval's table: the scores of `out`, one per line, then the probes and their misses.
+void print_eval_table(const nlohmann::json& out, const TextScore& score, const EvalRequest& request) {
+    std::printf("text        %s\n", out["text"].get<std::string>().c_str());
+    std::printf("loss        %.4f nats/char over %lld characters", score.loss, static_cast<long long>(score.predicted));
+    if (request.batches > 0)
+        std::printf(" in %lld random windows (seed %lld)", static_cast<long long>(score.windows),
+                    static_cast<long long>(request.seed));
+    std::printf("\n");
+    std::printf("bpc         %.4f bits/char\n", score.bpc);
+    std::printf("perplexity  %.3f\n", score.perplexity);
+    if (out.contains("probe_accuracy")) {
+        std::printf("probes      %lld/%lld correct (%.1f %%)",
+                    static_cast<long long>(out["probe_correct"].get<int64_t>()),
+                    static_cast<long long>(out["probe_total"].get<int64_t>()),
+                    100 * out["probe_accuracy"].get<double>());
+        // By kind: none when the probes file held no probe.
+        const nlohmann::json by_kind = out.value("probe_accuracy_by_kind", nlohmann::json::object());
+        for (const auto& [kind, accuracy] : by_kind.items())
+            std::printf("  %s %.1f %%", kind.c_str(), 100 * accuracy.get<double>());
+        std::printf("\n");
+        for (const auto& miss : out["misses"])
+            std::printf("  miss: %s → expected %s, got %s\n", miss["prompt"].get<std::string>().c_str(),
+                        miss["expected"].get<std::string>().c_str(), miss["got"].get<std::string>().c_str());
+    }
+}
+
+}  // namespace
+
+void evaluate_checkpoint(const EvalRequest& request) {
+    LoadedModel loaded = load_model(request.checkpoint);
+    const EvalText text = eval_text(loaded, request.text);
+    const TextScore score = score_eval_text(*loaded.model, text.ids, request);
+
+    const std::string probes_path = request.probes.empty() ? loaded.config.data.probes_path : request.probes;
+    nlohmann::json out = {{"checkpoint", loaded.path}, {"text", text.name}, {"loss", score.loss},
+                          {"bpc", score.bpc},          {"perplexity", score.perplexity},
+                          {"predicted", score.predicted}, {"windows", score.windows},
+                          {"over", request.batches > 0 ? "random windows" : "the whole text"}};
+    if (!probes_path.empty()) add_probe_scores(out, loaded, probes_path);
+    if (request.json) {
+        std::printf("%s\n", out.dump(2).c_str());
+        return;
+    }
+    print_eval_table(out, score, request);
 }
 
 }  // namespace tinyformer

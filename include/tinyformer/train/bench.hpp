@@ -9,6 +9,7 @@
 
 #include "tinyformer/engine/profiling.hpp"
 #include "tinyformer/model/model.hpp"
+#include "tinyformer/train/config.hpp"
 
 namespace tinyformer {
 
@@ -60,5 +61,19 @@ double training_flops_per_token(const ModelConfig& model);
 BenchResult run_bench(const BenchOptions& options);
 
 double median(std::vector<double> values);
+
+// What `tinyformer bench` measures: a config's model, batch size, seed and precision, and how.
+struct BenchRequest {
+    RunConfig config;
+    int64_t vocab = -1;     // the vocabulary size; -1 = the config's model.vocab_size, else its corpus's
+    BenchOptions options;   // repeats, steps, sample characters and threads, profile; the rest from `config`
+    bool json = false;      // print one JSON object instead of the report
+};
+
+// Runs the benchmark with the current backend and thread count and prints its report
+// (stdout): training and sampling speed, FLOPs against the GEMM peak, memory, and with
+// options.profile where a step's time goes. Throws InputError for a vocabulary size or
+// options it cannot run with.
+void print_bench(const BenchRequest& request);
 
 }  // namespace tinyformer

@@ -1,4 +1,5 @@
-// Scoring a model: loss, bits per character and perplexity of a text, and probe accuracy.
+// Scoring a model: loss, bits per character and perplexity of a text, and probe accuracy;
+// and a checkpoint scored as `tinyformer eval` prints it.
 #pragma once
 
 #include <cstdint>
@@ -54,5 +55,21 @@ struct ProbeScore {
 // A probe is answered correctly when greedy decoding from its prompt yields exactly its
 // answer (as many characters as the answer has).
 ProbeScore score_probes(const Transformer& model, const Vocabulary& vocab, const std::vector<Probe>& probes);
+
+// What `tinyformer eval` scores: a checkpoint, on a text and probes.
+struct EvalRequest {
+    std::string checkpoint;   // a .safetensors file or a run directory
+    std::string text;         // the text to score; "" = the validation text of the checkpoint's config
+    std::string probes;       // prompt<TAB>answer file; "" = the config's data.probes_path (none: no probes)
+    int64_t batches = 0;      // > 0: score this many batches of random windows instead of the whole text
+    int64_t batch_size = 32;  // windows per batch, with batches
+    int64_t seed = 1337;      // the random windows' seed, with batches
+    bool json = false;        // print one JSON object instead of the table
+};
+
+// Loads the checkpoint, scores the text (score_text, or score_windows over random_windows)
+// and the probes, and prints the loss, bits per character, perplexity and probe accuracy
+// with each miss (stdout). Throws InputError for a text or probes that cannot be scored.
+void evaluate_checkpoint(const EvalRequest& request);
 
 }  // namespace tinyformer

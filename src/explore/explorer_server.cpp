@@ -1,0 +1,190 @@
+#include "tinyformer/explore/explorer_server.hpp"
+
+#include <httplib.h>
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <stdexcept>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/explore/explorer_api.hpp"
+
+namespace tinyformer::assets {
+extern const std::string_view explorer_html;  // src/explore/explorer.html
+}
+
+namespace tinyformer {
+
+namespace {
+
+void send(httplib::Response& res, const ApiReply& reply) {
+    res.status = reply.status;
+    // A reply may quote a request's bytes that are not UTF-8 (in a JSON parse error): those
+    // are replaced by U+FFFD, as JSON text must be UTF-8.
+    res.set_content(reply.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                    "application/json; charset=utf-8");
+}
+
+// The routes, each with the methods it answers; any other method gets 405 and an Allow header.
+struct Route {
+    std::string path, allow;
+};
+const std::vector<Route>& routes() {
+    static const std::vector<Route> all = {{"/", "GET"},           {"/split-merge", "GET"},
+                                           {"/api/model", "GET"},  {"/api/run", "POST"},
+                                           {"/api/sample", "POST"}};
+    return all;
+}
+
+// 405 for a known path asked with another method, 404 for any other path.
+void not_routed(const httplib::Request& req, httplib::Response& res) {
+    for (const Route& route : routes())
+        if (route.path == req.path) {
+            res.set_header("Allow", route.allow);
+            send(res, api_error(405, req.method + " " + req.path + ": method not allowed, expected " + route.allow));
+            return;
+        }
+    send(res, api_error(404, req.path + ": not found; the explorer is at /, its API at /api/model, /api/run and "
+                             "/api/sample"));
+}
+
+bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1"; }
+
+// SIGINT and SIGTERM are blocked in every thread and taken by one thread with sigwait,
+// which stops the server: no work in a signal handler. Blocked first, before any thread
+// starts (OpenMP's, the server's), as threads inherit the mask. A shell starts a
+// background job with SIGINT ignored; the server is stopped by it all the same.
+sigset_t block_stop_signals() {
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    return stop_signals;
+}
+
+// How the server runs: `workers` threads, the body limit, timeouts, sockets and headers.
+void configure_server(httplib::Server& server, int workers) {
+    server.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
+    server.set_payload_max_length(kMaxBodyBytes);
+    server.set_keep_alive_timeout(2);  // an idle browser connection holds a worker for at most 2 s
+    // SO_REUSEADDR only: a restarted server may take its port back at once, but a second
+    // server may not share it (httplib's default, SO_REUSEPORT, would let it).
+    server.set_socket_options([](int sock) {
+        int yes = 1;
+        setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+    server.set_default_headers({{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
+}
+
+// The pages and the API, and a JSON reply for everything else. `api` and `split_merge_page`
+// must outlive the server.
+void add_routes(httplib::Server& server, const ExplorerApi& api, const std::string& split_merge_page) {
+    server.Get("/", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(std::string(assets::explorer_html), "text/html; charset=utf-8");
+    });
+    server.Get("/split-merge", [&split_merge_page](const httplib::Request&, httplib::Response& res) {
+        res.set_content(split_merge_page, "text/html; charset=utf-8");
+    });
+    server.Get("/api/model", [&api](const httplib::Request&, httplib::Response& res) { send(res, api.model()); });
+    server.Post("/api/run", [&api](const httplib::Request& req, httplib::Response& res) {
+        send(res, api.run(req.body));
+    });
+    server.Post("/api/sample", [&api](const httplib::Request& req, httplib::Response& res) {
+        send(res, api.sample(req.body));
+    });
+    // Browsers ask for an icon: none, and no 404 in their console.
+    server.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+    // Everything else: 404 or 405, as JSON.
+    server.Get(".*", not_routed);
+    server.Post(".*", not_routed);
+    server.Put(".*", not_routed);
+    server.Patch(".*", not_routed);
+    server.Delete(".*", not_routed);
+    server.Options(".*", not_routed);
+    // Errors httplib answers itself (a body over the limit: 413; a malformed request: 400)
+    // get a JSON body too; replies that have one keep it.
+    server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+        if (!res.body.empty()) return;
+        const std::string message = res.status == 413 ? "body: over " + std::to_string(kMaxBodyBytes) +
+                                                            " bytes, the most a request may send"
+                                                      : "HTTP " + std::to_string(res.status);
+        send(res, api_error(res.status, message));
+    });
+    server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        send(res, api_error(500, "internal error"));
+    });
+    server.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+        spdlog::debug("{} {} {}", req.method, req.path, res.status);
+    });
+}
+
+// Binds the request's host and port (0: any free one) and returns the port.
+int bind_server(httplib::Server& server, const ServeRequest& request) {
+    int port = request.port;
+    const bool bound = port == 0 ? (port = server.bind_to_any_port(request.host)) > 0
+                                 : server.bind_to_port(request.host, port);
+    if (!bound)
+        throw std::runtime_error("cannot listen on " + request.host + " port " + std::to_string(request.port) +
+                                 " (in use, or not an address of this machine; try another --port)");
+    if (!is_loopback(request.host))
+        spdlog::warn("listening on {}: anyone who can reach this machine on that network can use the explorer",
+                     request.host);
+    return port;
+}
+
+// Serves until one of `stop_signals` arrives (or the server stops by itself). Returns
+// whether it listened without an error.
+bool listen_until_stopped(httplib::Server& server, const sigset_t& stop_signals) {
+    std::thread stopper([&server, &stop_signals] {
+        int signal = 0;
+        sigwait(&stop_signals, &signal);
+        if (signal != 0 && server.is_running()) spdlog::info("stopping (signal {})", signal);
+        server.stop();
+    });
+    const bool listened = server.listen_after_bind();
+    if (stopper.joinable()) {
+        // Wakes it if the server stopped by itself; after a signal this one stays pending,
+        // blocked, until the process exits.
+        pthread_kill(stopper.native_handle(), SIGTERM);
+        stopper.join();
+    }
+    return listened;
+}
+
+}  // namespace
+
+void serve_explorer(const ServeRequest& request) {
+    const sigset_t stop_signals = block_stop_signals();
+
+    // The start-up work (the heads' mean outputs for mean ablation) runs on the fast backend.
+    set_backend(make_onednn_backend());
+    set_num_threads(0);
+    const ExplorerApi api(request.checkpoint);
+    for (const std::string& note : api.notes()) spdlog::info("{}", note);
+    const std::string split_merge_page = request.split_merge_page();  // the lesson's demo, computed once
+
+    httplib::Server server;
+    const int workers = request.threads > 0 ? request.threads
+                                            : std::max(4, static_cast<int>(std::thread::hardware_concurrency()));
+    configure_server(server, workers);
+    add_routes(server, api, split_merge_page);
+    const int port = bind_server(server, request);
+    const std::string host = request.host.find(':') != std::string::npos ? "[" + request.host + "]" : request.host;
+    std::printf("serving the explorer for %s at http://%s:%d/ (%d workers; Ctrl-C stops)\n", api.loaded().path.c_str(),
+                host.c_str(), port, workers);
+    std::fflush(stdout);
+
+    if (!listen_until_stopped(server, stop_signals)) throw std::runtime_error("the server stopped with an error");
+    std::printf("stopped\n");
+}
+
+}  // namespace tinyformer
