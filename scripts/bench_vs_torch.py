@@ -1,24 +1,39 @@
 #!/usr/bin/python3
-"""Side-by-side speed against the PyTorch reference, for the README's Measured table.
+"""Side-by-side speed against PyTorch, for docs/performance.md and the README's table.
 
-Runs `tinyformer bench` and `torch_model.py bench` alternately, several rounds per
-workload, on the same machine in the same minutes (the machines are shared and noisy), and
-prints each engine's median training tokens/s and their ratio. A developer's tool: it needs
-PyTorch (`apt-get install -y python3-torch libopenblas0-openmp`); the project does not.
+Runs `tinyformer bench` and the PyTorch reference's bench in each of its variants
+(scripts/torch_variants.py) alternately, several rounds per workload, on the same machine in
+the same minutes (the machines are shared and noisy). Every run trains the same model with
+the same step: forward, cross-entropy, backward, gradient clipping to norm 1.0, AdamW; the
+same thread count. It prints each one's median training tokens/s, the median of the paired
+ratios (tinyformer / PyTorch in the same round) against each variant, and as the headline
+the ratio against the fastest PyTorch variant. A developer's tool: it needs PyTorch, which
+the project does not.
 
-  scripts/bench_vs_torch.py [--rounds 5] [--threads 2] [--only lesson_b32,lesson_b8,shakespeare]
-                            [--precision float32|bf16]
+  scripts/bench_vs_torch.py [--torch auto|local|root] [--variants naive,sdpa,naive+compile,sdpa+compile]
+                            [--rounds 5] [--threads 2] [--only lesson_b32,lesson_b8,shakespeare]
+                            [--precision float32|bf16] [--tinyformer build/tinyformer]
 
-With --precision bf16, tinyformer trains with train.precision = "bf16" and each round also
-runs PyTorch's own mixed precision: the same torch_model.py bench with the model's forward
-inside torch.autocast("cpu", dtype=torch.bfloat16) (the backward runs outside it, as
-PyTorch's autocast recipe says). Ratios are given against both PyTorch runs.
+PyTorch (--torch): `local` is this machine's /usr/bin/python3 (Debian 12's python3-torch is
+1.13, which has neither the fused attention nor torch.compile: only the naive variant runs
+there); `root` is PyTorch 2.x in a Debian 13 root that scripts/lib/torch-root.sh makes once
+and keeps (needs root); `auto`, the default, takes this machine's PyTorch if it is 2.x, else
+the root. Before timing, the bench checks that PyTorch's products run on OpenBLAS or MKL
+(not the reference BLAS) and that the fused attention's loss and gradients equal the naive
+one's to float tolerance.
+
+Variants: naive is torch_model.py's attention (q kᵀ, mask, softmax, v); sdpa is
+F.scaled_dot_product_attention(is_causal=True); +compile runs the model under torch.compile.
+
+With --precision bf16, tinyformer trains with train.precision = "bf16" and every PyTorch
+variant runs its forward under torch.autocast("cpu", dtype=torch.bfloat16).
 """
-import argparse, json, os, statistics, subprocess, sys
+import argparse, json, os, shutil, statistics, subprocess, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TORCH = os.path.join(ROOT, "..", "shared", "reference", "torch_model.py")
-TINYFORMER = os.path.join(ROOT, "build", "tinyformer")
+REFERENCE = os.path.join(ROOT, "..", "shared", "reference")
+VARIANTS = os.path.join(ROOT, "scripts", "torch_variants.py")
+ALL_VARIANTS = ["naive", "sdpa", "naive+compile", "sdpa+compile"]
 
 # name: (tinyformer bench arguments, torch_model.py bench arguments)
 WORKLOADS = {
@@ -30,23 +45,6 @@ WORKLOADS = {
                     ["--batch", "12", "--d-model", "128", "--heads", "4", "--layers", "4", "--vocab", "65"]),
 }
 
-
-# torch_model.py bench with the forward under autocast: the reference file is not changed,
-# its Model.forward is wrapped on import.
-AUTOCAST = """
-import sys, torch
-sys.path.insert(0, sys.argv[1])
-import torch_model
-forward = torch_model.Model.forward
-def autocast_forward(self, *args, **kwargs):
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        return forward(self, *args, **kwargs)
-torch_model.Model.forward = autocast_forward
-sys.argv = ["torch_model.py"] + sys.argv[2:]
-torch_model.main()
-"""
-
-
 # PyTorch's float32 products go through OpenBLAS, which picks its kernels for this CPU
 # unless OPENBLAS_CORETYPE overrides it. This machine's environment sets
 # OPENBLAS_CORETYPE=Haswell (and OPENBLAS_L2_SIZE): AVX2 kernels on an AVX-512 CPU, which
@@ -55,49 +53,127 @@ torch_model.main()
 TORCH_ENV = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
 
 
+class Torch:
+    """Where PyTorch runs: this machine's python3, or a Debian 13 root's (chroot, clean environment)."""
+
+    def __init__(self, where):
+        self.root = None
+        if where == "auto":
+            local = subprocess.run(["/usr/bin/python3", "-c", "import torch; print(torch.__version__)"],
+                                   capture_output=True, text=True)
+            where = "local" if local.returncode == 0 and not local.stdout.startswith("1.") else "root"
+        if where == "root":
+            made = subprocess.run([os.path.join(ROOT, "scripts", "lib", "torch-root.sh")], capture_output=True,
+                                  text=True)
+            if made.returncode != 0:
+                sys.exit(f"bench_vs_torch: no PyTorch root: {made.stderr.strip()}")
+            self.root = made.stdout.strip().splitlines()[-1]
+            # torch_model.py and the variants, copied into the root for each run of this script
+            self.inside = "/opt/tinyformer-bench"
+            os.makedirs(self.root + self.inside, exist_ok=True)
+            shutil.copy(os.path.join(REFERENCE, "torch_model.py"), self.root + self.inside)
+            shutil.copy(VARIANTS, self.root + self.inside)
+        self.where = where
+
+    def command(self, *args):
+        if self.root is None:
+            return ["/usr/bin/python3", VARIANTS, REFERENCE] + list(args)
+        return ["chroot", self.root, "/usr/bin/env", "-i", "HOME=/root", "LANG=C.UTF-8", "PATH=/usr/bin:/bin",
+                "/usr/bin/python3", self.inside + "/torch_variants.py", self.inside] + list(args)
+
+    def has_compiler(self):
+        return os.path.exists((self.root or "") + "/usr/bin/g++")
+
+
 def run_json(command, env=None):
     out = subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
+def cpu():
+    """The CPU's model name and the instruction sets that matter here."""
+    model, flags = "unknown", set()
+    with open("/proc/cpuinfo") as info:
+        for line in info:
+            if line.startswith("model name") and model == "unknown":
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+    return model, [f for f in ("avx2", "avx512f", "avx512_bf16") if f in flags]
+
+
+def variant_arguments(variant, bf16):
+    attention, _, compiled = variant.partition("+")
+    return ["--attention", attention] + (["--compile"] if compiled else []) + (["--autocast"] if bf16 else [])
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--torch", choices=["auto", "local", "root"], default="auto")
+    p.add_argument("--variants", default=",".join(ALL_VARIANTS))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--only", default=",".join(WORKLOADS))
     p.add_argument("--precision", choices=["float32", "bf16"], default="float32")
+    p.add_argument("--tinyformer", default=os.path.join(ROOT, "build", "tinyformer"))
     a = p.parse_args()
     bf16 = a.precision == "bf16"
-    results = {}
+    torch = Torch(a.torch)
+    info = run_json(torch.command("info"), TORCH_ENV)
+    if info["blas"] not in ("openblas", "mkl"):
+        sys.exit(f"bench_vs_torch: PyTorch {info['torch']} runs its products on {info['blas']} BLAS, not OpenBLAS "
+                 "or MKL: install libopenblas0-openmp where it runs")
+    variants = a.variants.split(",")
+    for v in variants:
+        if v not in ALL_VARIANTS:
+            sys.exit(f"bench_vs_torch: --variants: {v}, expected some of {','.join(ALL_VARIANTS)}")
+    if info["torch"].startswith("1."):
+        variants = [v for v in variants if v == "naive"]  # no fused attention, no torch.compile before 2.0
+    if not torch.has_compiler():
+        variants = [v for v in variants if "+compile" not in v]
+    model, flags = cpu()
+    header = {"cpu": model, "flags": flags, "torch": info["torch"], "torch_where": torch.where, "blas": info["blas"],
+              "threads": a.threads, "precision": a.precision, "variants": variants}
+    if "sdpa" in ",".join(variants):
+        header["sdpa_check"] = run_json(torch.command("check-sdpa"), TORCH_ENV)
+        if header["sdpa_check"]["worst_gradient_difference"] > 1e-4:
+            sys.exit(f"bench_vs_torch: the fused attention disagrees with the naive one: {header['sdpa_check']}")
+    print(f"{model} ({' '.join(flags)}), {a.threads} threads, {a.precision}; PyTorch {info['torch']} "
+          f"({torch.where}, {info['blas']}), variants {', '.join(variants)}", flush=True)
+    if "sdpa_check" in header:
+        c = header["sdpa_check"]
+        print(f"sdpa against naive on one batch: loss {c['loss_sdpa']:.6f} vs {c['loss_naive']:.6f}, gradients "
+              f"within {c['worst_gradient_difference']:.1e} of their scale", flush=True)
+
+    results = {"setup": header}
     for name in a.only.split(","):
         ours_args, torch_args = WORKLOADS[name]
         if bf16:
             ours_args = ours_args + ["--set", "train.precision=bf16"]
-        torch_bench = ["bench", "--threads", str(a.threads)] + torch_args
-        ours, theirs, autocast = [], [], []
+        ours, theirs = [], {v: [] for v in variants}
         for _ in range(a.rounds):
-            theirs.append(run_json(["/usr/bin/python3", TORCH] + torch_bench, TORCH_ENV)["train_tokens_per_s"])
-            if bf16:
-                autocast.append(run_json(["/usr/bin/python3", "-c", AUTOCAST, os.path.dirname(TORCH)] + torch_bench,
-                                         TORCH_ENV)
-                                ["train_tokens_per_s"])
-            ours.append(run_json([TINYFORMER, "bench", "--json", "--threads", str(a.threads), "--repeats", "5"]
+            for v in variants:
+                bench = torch.command("bench", *variant_arguments(v, bf16), "--threads", str(a.threads), *torch_args)
+                theirs[v].append(run_json(bench, TORCH_ENV)["train_tokens_per_s"])
+            ours.append(run_json([a.tinyformer, "bench", "--json", "--threads", str(a.threads), "--repeats", "5"]
                                  + ours_args)["train_tokens_per_s"])
         # Each round's runs are back to back, so their ratio shares that minute's load;
         # the median of those paired ratios is the figure least moved by the machine's noise.
-        results[name] = {"precision": a.precision, "tinyformer_runs": [round(x) for x in ours]}
-        line = f"{name:12s} tinyformer {statistics.median(ours):9,.0f} tok/s"
-        baselines = [("torch", theirs)] + ([("torch_autocast", autocast)] if bf16 else [])
-        for label, runs in baselines:
-            paired = [o / t for o, t in zip(ours, runs)]
-            m_runs, m_paired = statistics.median(runs), statistics.median(paired)
-            results[name].update({label: round(m_runs), f"{label}_runs": [round(x) for x in runs],
-                                  f"ratio_{label}": round(statistics.median(ours) / m_runs, 2),
-                                  f"paired_ratio_{label}": round(m_paired, 2),
-                                  f"paired_ratios_{label}": [round(r, 2) for r in paired]})
-            line += (f"   {label} {m_runs:9,.0f} tok/s: ratio of medians {statistics.median(ours) / m_runs:.2f},"
-                     f" median paired {m_paired:.2f} ({min(paired):.2f}-{max(paired):.2f})")
-        print(line, flush=True)
+        row = {"tinyformer": round(statistics.median(ours)), "tinyformer_runs": [round(x) for x in ours]}
+        lines = [f"{name:12s} tinyformer {statistics.median(ours):9,.0f} tok/s"]
+        for v in variants:
+            paired = [o / t for o, t in zip(ours, theirs[v])]
+            row[v] = {"median": round(statistics.median(theirs[v])), "runs": [round(x) for x in theirs[v]],
+                      "paired_ratio": round(statistics.median(paired), 2),
+                      "paired_ratios": [round(r, 2) for r in paired]}
+            lines.append(f"{'':12s} {v:16s} {statistics.median(theirs[v]):9,.0f} tok/s: tinyformer "
+                         f"{statistics.median(paired):.2f}× (rounds {min(paired):.2f}-{max(paired):.2f})")
+        fastest = max(variants, key=lambda v: row[v]["median"])
+        row["fastest_torch"] = fastest
+        row["ratio_vs_fastest"] = row[fastest]["paired_ratio"]
+        lines[0] += f"   vs the fastest PyTorch ({fastest}): {row['ratio_vs_fastest']:.2f}×"
+        results[name] = row
+        print("\n".join(lines), flush=True)
     print(json.dumps(results))
 
 
