@@ -6,11 +6,17 @@
 // the worst difference relative to the tensor's own scale (an element that is nearly 0 in a
 // tensor of size-1 values carries float32 rounding of size 1e-7, not of its own size). The
 // bound is 1e-4.
+//
+// The own kernels (attention, softmax, GELU, exp) are compiled for several instruction sets
+// and dispatched at run time (kernel_targets.hpp): the checks marked so run once on every
+// target this CPU can run, so an AVX-512 machine proves the AVX2, SSE4 and scalar code too.
 #include "catch.hpp"
 #include "test_helpers.hpp"
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <functional>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,8 +30,21 @@
 
 using namespace tinyformer;
 using tinyformer::testing::BackendScope;
+using tinyformer::testing::KernelTargetScope;
 
 namespace {
+
+// check() once on each kernel target this CPU runs, best first, with the target named in
+// any failure; the best target is current again afterwards.
+template <class Check>
+void on_every_kernel_target(Check&& check) {
+    for (const KernelTarget& target : kernel_targets_on_this_cpu()) {
+        KernelTargetScope scope(target.name);
+        INFO("kernel target " << target.name << " (Highway's " << target.highway_name << ")");
+        REQUIRE(kernel_target() == target.name);
+        check();
+    }
+}
 
 constexpr double kTolerance = 1e-4;
 
@@ -216,19 +235,21 @@ std::vector<std::string> model_tensor_names(const std::string& positions) {
 }  // namespace
 
 TEST_CASE("the oneDNN backend agrees with the reference on every op, forward and backward", "[parity]") {
-    for (const OpCase& c : op_cases()) {
-        std::vector<Tensor> want = computed_by(make_reference_backend(), [&] { return run_case(c, DType::f32); });
-        std::vector<Tensor> got = computed_by(make_onednn_backend(), [&] {
-            REQUIRE(backend().name() == "onednn");
-            return run_case(c, DType::f32);
-        });
-        REQUIRE(got.size() == want.size());
-        for (size_t i = 0; i < want.size(); ++i) {
-            INFO(c.name << (i == 0 ? ": output" : ": gradient of input " + std::to_string(i - 1)));
-            REQUIRE(got[i].shape() == want[i].shape());
-            CHECK(relative_error(got[i], want[i]) <= kTolerance);
+    on_every_kernel_target([&] {
+        for (const OpCase& c : op_cases()) {
+            std::vector<Tensor> want = computed_by(make_reference_backend(), [&] { return run_case(c, DType::f32); });
+            std::vector<Tensor> got = computed_by(make_onednn_backend(), [&] {
+                REQUIRE(backend().name() == "onednn");
+                return run_case(c, DType::f32);
+            });
+            REQUIRE(got.size() == want.size());
+            for (size_t i = 0; i < want.size(); ++i) {
+                INFO(c.name << (i == 0 ? ": output" : ": gradient of input " + std::to_string(i - 1)));
+                REQUIRE(got[i].shape() == want[i].shape());
+                CHECK(relative_error(got[i], want[i]) <= kTolerance);
+            }
         }
-    }
+    });
 }
 
 TEST_CASE("the parity table has a row for every op in the op list", "[parity]") {
@@ -246,44 +267,50 @@ TEST_CASE("the parity table has a row for every op in the op list", "[parity]") 
 }
 
 TEST_CASE("the oneDNN causal softmax gives the future exactly 0", "[parity]") {
-    const int64_t Tq = 5, Tk = 9;
-    Tensor w = computed_by(make_onednn_backend(),
-                           [&] { return softmax(random_tensor({2, Tq, Tk}, 1, DType::f32, 10.0), true); });
-    for (int64_t r = 0; r < 2 * Tq; ++r)
-        for (int64_t j = 0; j < Tk; ++j)
-            if (j > r % Tq + (Tk - Tq)) REQUIRE(w.at(r * Tk + j) == 0.0);
+    on_every_kernel_target([&] {
+        const int64_t Tq = 5, Tk = 9;
+        Tensor w = computed_by(make_onednn_backend(),
+                               [&] { return softmax(random_tensor({2, Tq, Tk}, 1, DType::f32, 10.0), true); });
+        for (int64_t r = 0; r < 2 * Tq; ++r)
+            for (int64_t j = 0; j < Tk; ++j)
+                if (j > r % Tq + (Tk - Tq)) REQUIRE(w.at(r * Tk + j) == 0.0);
+    });
 }
 
 TEST_CASE("the oneDNN attention's weights agree, and give the future exactly 0", "[parity]") {
-    for (const Shape& shape : {Shape{2, 3, 64, 32}, Shape{1, 2, 128, 64}, Shape{2, 16, 48}, Shape{1, 2, 7, 8}}) {
-        INFO(shape_str(shape));
-        auto weights = [&] {
-            const Tensor q = random_tensor(shape, 1, DType::f32, 3.0), k = random_tensor(shape, 2, DType::f32, 3.0),
-                         v = random_tensor(shape, 3, DType::f32);
-            return scaled_dot_product_attention(q, k, v, 0.2, true).weights;
-        };
-        const Tensor want = computed_by(make_reference_backend(), weights);
-        const Tensor got = computed_by(make_onednn_backend(), weights);
-        REQUIRE(got.shape() == want.shape());
-        CHECK(relative_error(got, want) <= kTolerance);
-        const int64_t T = shape[shape.size() - 2];
-        for (int64_t r = 0; r < got.numel() / T; ++r)
-            for (int64_t j = r % T + 1; j < T; ++j) REQUIRE(got.at(r * T + j) == 0.0);
-    }
+    on_every_kernel_target([&] {
+        for (const Shape& shape : {Shape{2, 3, 64, 32}, Shape{1, 2, 128, 64}, Shape{2, 16, 48}, Shape{1, 2, 7, 8}}) {
+            INFO(shape_str(shape));
+            auto weights = [&] {
+                const Tensor q = random_tensor(shape, 1, DType::f32, 3.0), k = random_tensor(shape, 2, DType::f32, 3.0),
+                             v = random_tensor(shape, 3, DType::f32);
+                return scaled_dot_product_attention(q, k, v, 0.2, true).weights;
+            };
+            const Tensor want = computed_by(make_reference_backend(), weights);
+            const Tensor got = computed_by(make_onednn_backend(), weights);
+            REQUIRE(got.shape() == want.shape());
+            CHECK(relative_error(got, want) <= kTolerance);
+            const int64_t T = shape[shape.size() - 2];
+            for (int64_t r = 0; r < got.numel() / T; ++r)
+                for (int64_t j = r % T + 1; j < T; ++j) REQUIRE(got.at(r * T + j) == 0.0);
+        }
+    });
 }
 
 TEST_CASE("the oneDNN backend trains the model as the reference does", "[parity]") {
-    for (const std::string positions : {"rope", "learned"}) {
-        auto loss_and_gradients = [&] { return model_loss_and_gradients(positions); };
-        std::vector<Tensor> want = computed_by(make_reference_backend(), loss_and_gradients);
-        std::vector<Tensor> got = computed_by(make_onednn_backend(), loss_and_gradients);
-        const std::vector<std::string> names = model_tensor_names(positions);
-        REQUIRE(got.size() == names.size());
-        for (size_t i = 0; i < want.size(); ++i) {
-            INFO(positions << " positions, " << names[i]);
-            CHECK(relative_error(got[i], want[i]) <= kTolerance);
+    on_every_kernel_target([&] {
+        for (const std::string positions : {"rope", "learned"}) {
+            auto loss_and_gradients = [&] { return model_loss_and_gradients(positions); };
+            std::vector<Tensor> want = computed_by(make_reference_backend(), loss_and_gradients);
+            std::vector<Tensor> got = computed_by(make_onednn_backend(), loss_and_gradients);
+            const std::vector<std::string> names = model_tensor_names(positions);
+            REQUIRE(got.size() == names.size());
+            for (size_t i = 0; i < want.size(); ++i) {
+                INFO(positions << " positions, " << names[i]);
+                CHECK(relative_error(got[i], want[i]) <= kTolerance);
+            }
         }
-    }
+    });
 }
 
 TEST_CASE("the oneDNN backend hands float64 to the reference unchanged", "[parity]") {
@@ -305,52 +332,119 @@ TEST_CASE("the oneDNN backend hands float64 to the reference unchanged", "[parit
 }
 
 TEST_CASE("the oneDNN backend repeats its results to the bit", "[parity]") {
-    ThreadsScope two_threads(2);
-    BackendScope onednn(make_onednn_backend());  // the second step reuses the first's cached primitives
-    for (const std::string positions : {"rope", "learned"}) {
-        INFO(positions << " positions");
-        std::vector<Tensor> first = model_loss_and_gradients(positions), second = model_loss_and_gradients(positions);
-        REQUIRE(first.size() == second.size());
-        for (size_t i = 0; i < first.size(); ++i) REQUIRE(first[i].to_vector() == second[i].to_vector());
-    }
-}
-
-#include "../src/engine/backends/fast_exp.hpp"
-
-TEST_CASE("the backend's vectorised exp is within 2 ulp of libm's over float's range", "[parity][exp]") {
-    double worst = 0;
-    for (float x = -87.0f; x <= 88.0f; x += 0.0137f) {
-        const double exact = std::exp(static_cast<double>(x));
-        worst = std::max(worst, std::fabs(tinyformer::detail::fast_exp(x) - exact) / exact);
-    }
-    CHECK(worst < 2.5e-7);
-    CHECK(tinyformer::detail::fast_exp(0.0f) == 1.0f);
-    CHECK(tinyformer::detail::fast_exp(-1000.0f) < 1e-37f);  // clamped, not 0, never NaN
-    CHECK(std::isfinite(tinyformer::detail::fast_exp(1000.0f)));
-}
-
-TEST_CASE("the backend's sixteen-lane exp agrees with its one-float exp in every lane", "[parity][exp]") {
-    using tinyformer::detail::Vec16;
-    double worst = 0;
-    for (float start = -87.0f; start <= 88.0f; start += 16 * 0.0137f) {
-        Vec16 x;
-        for (int lane = 0; lane < 16; ++lane) x[lane] = std::min(start + lane * 0.0137f, 88.0f);  // the clamp's range
-        Vec16 e = x;
-        tinyformer::detail::fast_exp_in_place(e);
-        for (int lane = 0; lane < 16; ++lane) {
-            const double exact = std::exp(static_cast<double>(x[lane]));
-            worst = std::max(worst, std::fabs(e[lane] - exact) / exact);
-            // the same steps, the same floats: equal but for n's rounding at a tie
-            REQUIRE(std::fabs(e[lane] - tinyformer::detail::fast_exp(x[lane])) <= 2.5e-7 * exact);
+    on_every_kernel_target([&] {
+        ThreadsScope two_threads(2);
+        BackendScope onednn(make_onednn_backend());  // the second step reuses the first's cached primitives
+        for (const std::string positions : {"rope", "learned"}) {
+            INFO(positions << " positions");
+            std::vector<Tensor> first = model_loss_and_gradients(positions), second = model_loss_and_gradients(positions);
+            REQUIRE(first.size() == second.size());
+            for (size_t i = 0; i < first.size(); ++i) REQUIRE(first[i].to_vector() == second[i].to_vector());
         }
-    }
-    CHECK(worst < 2.5e-7);
-    Vec16 extremes = {};
-    extremes[1] = -1000.0f, extremes[2] = 1000.0f, extremes[3] = -std::numeric_limits<float>::infinity();
-    Vec16 e = extremes;
-    tinyformer::detail::fast_exp_in_place(e);
-    CHECK(e[0] == 1.0f);
-    CHECK(e[1] < 1e-37f);  // clamped, not 0, never NaN
-    CHECK(e[3] < 1e-37f);
-    CHECK(std::isfinite(e[2]));
+    });
+}
+
+#include "../src/engine/backends/activation_kernels.hpp"
+
+namespace {
+// exp of each of xs through the kernels' exp_span, in one call (whole registers, then the tail)
+std::vector<float> kernel_exp(const std::vector<float>& xs) {
+    std::vector<float> ys(xs.size());
+    tinyformer::detail::exp_span(xs.data(), ys.data(), static_cast<int64_t>(xs.size()));
+    return ys;
+}
+}  // namespace
+
+TEST_CASE("the kernels' exp is within 2 ulp of libm's over float's range, on every target", "[parity][exp]") {
+    std::vector<float> xs;
+    for (float x = -87.0f; x <= 88.0f; x += 0.0137f) xs.push_back(x);
+    xs.push_back(88.0f);  // 12,774 values: not a whole number of registers on any target
+    on_every_kernel_target([&] {
+        const std::vector<float> ys = kernel_exp(xs);
+        double worst = 0;
+        for (size_t i = 0; i < xs.size(); ++i) {
+            const double exact = std::exp(static_cast<double>(xs[i]));
+            worst = std::max(worst, std::fabs(ys[i] - exact) / exact);
+            // a float alone (the one-lane tail) gets the same bits as inside a register
+            const float alone = kernel_exp({xs[i]})[0];
+            REQUIRE(alone == ys[i]);
+        }
+        CHECK(worst < 2.5e-7);
+        const std::vector<float> extremes =
+            kernel_exp({0.0f, -1000.0f, 1000.0f, -std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::quiet_NaN()});
+        CHECK(extremes[0] == 1.0f);
+        CHECK(extremes[1] < 1e-37f);  // clamped, not 0, never NaN
+        CHECK(extremes[1] > 0.0f);
+        CHECK(std::isfinite(extremes[2]));
+        CHECK(extremes[3] < 1e-37f);
+        CHECK(std::isnan(extremes[4]));  // a NaN is not hidden
+    });
+}
+
+TEST_CASE("the kernel targets on this CPU are the ones /proc/cpuinfo lists", "[parity]") {
+    // Asked of the CPU independently of Highway: what the dispatch should find.
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line, flags;
+    while (std::getline(cpuinfo, line))
+        if (line.rfind("flags", 0) == 0) {
+            flags = line + " ";
+            break;
+        }
+    REQUIRE_FALSE(flags.empty());
+    auto has = [&](const std::string& flag) { return flags.find(" " + flag + " ") != std::string::npos; };
+    std::set<std::string> expected = {"ssse3"};  // every x86-64 oneDNN runs on has SSSE3
+    if (has("sse4_2") && has("pclmulqdq") && has("aes")) expected.insert("sse4");
+    if (expected.count("sse4") && has("avx2") && has("fma") && has("bmi2") && has("f16c")) expected.insert("avx2");
+    if (expected.count("avx2") && has("avx512f") && has("avx512bw") && has("avx512dq") && has("avx512vl"))
+        expected.insert("avx512");
+    std::set<std::string> found;
+    for (const KernelTarget& target : kernel_targets_on_this_cpu()) found.insert(target.name);
+    // Highway 1.1 and later add targets above avx512 (avx512_bf16 on Zen 4): not asked here.
+    // The lowest is a fallback every x86-64 runs: scalar (Highway 1.0 with GCC 12), else sse2.
+    REQUIRE(!kernel_targets_on_this_cpu().empty());
+    const std::string lowest = kernel_targets_on_this_cpu().back().name;
+    CHECK((lowest == "scalar" || lowest == "emu128" || lowest == "sse2"));
+    for (const std::string extra : {"avx512_vnni", "avx512_bf16", "avx512_fp16", "sse2", "emu128", "scalar"})
+        found.erase(extra);
+    CHECK(found == expected);
+    CHECK(kernel_target() == kernel_targets_on_this_cpu().front().name);  // the best is in use
+}
+
+#include "tinyformer/engine/optimizer_kernels.hpp"
+
+TEST_CASE("the AdamW kernel follows its formula on every target, whatever the split", "[parity][optim]") {
+    const int64_t n = 1000;  // not a whole number of registers on any target
+    const AdamWStep step{.decay = 0.99f, .beta1 = 0.9f, .beta2 = 0.95f, .step_size = 0.01f,
+                         .inv_sqrt_bias2 = 3.0f, .eps = 1e-8f};
+    const std::vector<double> p0 = random_tensor({n}, 1, DType::f64).to_vector(),
+                              g = random_tensor({n}, 2, DType::f64).to_vector(),
+                              m0 = random_tensor({n}, 3, DType::f64, 0.1).to_vector(),
+                              v0 = random_tensor({n}, 4, DType::f64, 0.1).to_vector();
+    std::vector<uint8_t> decays(n);
+    for (int64_t i = 0; i < n; ++i) decays[i] = i % 3 == 0;
+    auto floats = [](const std::vector<double>& xs) { return std::vector<float>(xs.begin(), xs.end()); };
+    on_every_kernel_target([&] {
+        std::vector<float> p = floats(p0), m = floats(m0), v = floats(v0), gf = floats(g);
+        for (float& v_i : v) v_i = std::fabs(v_i);
+        std::vector<float> p_alone = p, m_alone = m, v_alone = v;
+        const std::vector<float> v_before = v;
+        adamw_update(step, p.data(), gf.data(), m.data(), v.data(), decays.data(), n);
+        for (int64_t i = 0; i < n; ++i)  // one element per call: the one-lane path
+            adamw_update(step, &p_alone[i], &gf[i], &m_alone[i], &v_alone[i], &decays[i], 1);
+        for (int64_t i = 0; i < n; ++i) {
+            INFO("element " << i);
+            REQUIRE(p[i] == p_alone[i]);
+            REQUIRE(m[i] == m_alone[i]);
+            REQUIRE(v[i] == v_alone[i]);
+            // the formula in double, from the same float inputs
+            const double gi = gf[i], decayed = float(p0[i]) * (decays[i] ? double(step.decay) : 1.0);
+            const double mi = 0.9 * float(m0[i]) + 0.1 * gi, vi = 0.95 * v_before[i] + 0.05 * gi * gi;
+            const double update = 0.01 * mi / (std::sqrt(vi) * 3.0 + 1e-8), pi = decayed - update;
+            // float rounding, relative to the terms' sizes (their sum may cancel)
+            CHECK(std::fabs(m[i] - mi) <= 1e-6 * (0.9 * std::fabs(m0[i]) + 0.1 * std::fabs(gi)));
+            CHECK(std::fabs(v[i] - vi) <= 1e-6 * vi);
+            CHECK(std::fabs(p[i] - pi) <= 1e-6 * (std::fabs(decayed) + std::fabs(update)));
+        }
+    });
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/kernel_targets.hpp"
 #include "tinyformer/model/model.hpp"
 
 namespace tinyformer::testing {
@@ -23,6 +24,15 @@ struct BackendScope {
     ~BackendScope() { set_backend(make_reference_backend()); }
     BackendScope(const BackendScope&) = delete;
     BackendScope& operator=(const BackendScope&) = delete;
+};
+
+// Makes the own kernels run on `target` (kernel_targets.hpp) for a scope; on the best this CPU
+// has again after, even when a check in the scope fails.
+struct KernelTargetScope {
+    explicit KernelTargetScope(const std::string& target) { use_kernel_target(target); }
+    ~KernelTargetScope() { use_kernel_target("best"); }
+    KernelTargetScope(const KernelTargetScope&) = delete;
+    KernelTargetScope& operator=(const KernelTargetScope&) = delete;
 };
 
 // A fresh directory of its own (named after `prefix`, the process and a counter), removed with

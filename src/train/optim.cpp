@@ -1,5 +1,8 @@
 #include "tinyformer/train/optim.hpp"
 
+#include "tinyformer/engine/optimizer_kernels.hpp"
+
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -73,19 +76,23 @@ void AdamW::step(double lr) {
     const float decay = static_cast<float>(1.0 - lr * optim_.weight_decay);
     const float eps = static_cast<float>(optim_.eps), fb1 = static_cast<float>(b1), fb2 = static_cast<float>(b2);
 
+    const AdamWStep this_step{.decay = decay, .beta1 = fb1, .beta2 = fb2, .step_size = step_size,
+                              .inv_sqrt_bias2 = inv_sqrt_bias2, .eps = eps};
     float* p = params_.values().data<float>();
     const float* g = params_.gradients().data<float>();
     float* m = m_.data<float>();
     float* v = v_.data<float>();
     const uint8_t* decays = decays_.data();
     const int64_t n = params_.count();
-    // Each element on its own: any split over threads gives the same numbers.
-#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
-    for (int64_t i = 0; i < n; ++i) {
-        if (decays[i]) p[i] *= decay;  // decoupled weight decay (PyTorch applies it first)
-        m[i] = fb1 * m[i] + (1 - fb1) * g[i];
-        v[i] = fb2 * v[i] + (1 - fb2) * g[i] * g[i];
-        p[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bias2 + eps);
+    // The update is engine/optimizer_kernels' (in AVX-512, AVX2 or SSE4 registers, whichever
+    // this CPU has), over spans the threads share. Each element on its own: any split over
+    // threads gives the same numbers.
+    constexpr int64_t span = 1 << 14;
+    const int64_t spans = (n + span - 1) / span;
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+    for (int64_t s = 0; s < spans; ++s) {
+        const int64_t begin = s * span;
+        adamw_update(this_step, p + begin, g + begin, m + begin, v + begin, decays + begin, std::min(span, n - begin));
     }
 }
 

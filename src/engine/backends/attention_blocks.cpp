@@ -1,103 +1,98 @@
-#include "attention_blocks.hpp"
+// Causal attention for one (batch, head), float32, in Highway vectors: compiled once for every
+// x86-64 target (SSE4, AVX2, AVX-512, AVX-512 with BF16) and chosen at run time for the CPU it
+// runs on (kernel_targets.hpp). See attention_blocks.hpp for what it computes and why.
+//
+// Highway's pattern: foreach_target.h includes this file again once per target, each time
+// with HWY_NAMESPACE naming the target (N_AVX2, N_AVX3, ...) and the code between
+// HWY_BEFORE_NAMESPACE and HWY_AFTER_NAMESPACE compiled for that target's instructions; the
+// part under HWY_ONCE is compiled once and calls the best one (HWY_DYNAMIC_DISPATCH).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "engine/backends/attention_blocks.cpp"
+#include <hwy/foreach_target.h>  // before highway.h
+
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
 
 #include <algorithm>
-#include <cstring>
+#include <cmath>
 #include <limits>
 
-#include "fast_exp.hpp"
+#include "attention_blocks.hpp"
 
-namespace tinyformer::detail {
+HWY_BEFORE_NAMESPACE();
+namespace tinyformer::detail::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
 namespace {
 
-constexpr int64_t kLanes = 16;  // floats in a Vec16
+using Floats = hn::ScalableTag<float>;  // a register of floats: 4 (SSE4), 8 (AVX2) or 16 (AVX-512)
+using Vec = hn::Vec<Floats>;
 
-// v's lanes in the order the indices give (GCC and clang spell this builtin differently).
-#if defined(__clang__)
-#define LANES_IN_ORDER(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
-#else
-#define LANES_IN_ORDER(v, ...) __builtin_shuffle(v, Int16{__VA_ARGS__})
-#endif
+constexpr int64_t kColumnStep = 16;  // products and softmax rows go in whole 16s of columns
 
-// The sum and the largest of a Vec16's lanes: the upper half folded onto the lower, four times.
-float lane_sum(const Vec16& lanes) {
-    Vec16 v = lanes;
-    v += LANES_IN_ORDER(v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
-    v += LANES_IN_ORDER(v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
-    v += LANES_IN_ORDER(v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-    v += LANES_IN_ORDER(v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-    return v[0];
-}
-float lane_max(const Vec16& lanes) {
-    Vec16 v = lanes;
-    Vec16 other = LANES_IN_ORDER(v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
-    v = v > other ? v : other;
-    other = LANES_IN_ORDER(v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11);
-    v = v > other ? v : other;
-    other = LANES_IN_ORDER(v, 2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
-    v = v > other ? v : other;
-    other = LANES_IN_ORDER(v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-    v = v > other ? v : other;
-    return v[0];
-}
-
-// The product's inner loop, for R rows and 16·V columns held in R·V registers (R·V <= 16):
+// The product's inner loop, for R rows and V registers of columns (V·N columns), in R·V
+// registers of sums:
 //   c[r][j] = Σ_{i<K} a(r, i) · b[i][j],  a(r, i) = a[r·a_row + i·a_step],  b's rows ldb apart.
 // a is read one element at a time (broadcast to every lane), so a may be a matrix's rows
 // (a_row = its width, a_step = 1) or its columns, i.e. its transpose (a_row = 1, a_step = its width).
 template <int R, int V>
 void block_of_rows(const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb, int64_t K, float* c,
                    int64_t ldc) {
-    Vec16 sum[R][V];
+    const Floats f;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(f));
+    Vec sum[R][V];
     for (int r = 0; r < R; ++r)
-        for (int j = 0; j < V; ++j) sum[r][j] = Vec16{};  // in registers: an `= {}` here became a memset
+        for (int j = 0; j < V; ++j) sum[r][j] = hn::Zero(f);
     for (int64_t i = 0; i < K; ++i) {
-        Vec16 b_row[V];
-        for (int j = 0; j < V; ++j) b_row[j] = lanes_at(b + i * ldb + j * kLanes);
+        Vec b_row[V];
+        for (int j = 0; j < V; ++j) b_row[j] = hn::LoadU(f, b + i * ldb + j * N);
         for (int r = 0; r < R; ++r) {
-            const float a_ri = a[r * a_row + i * a_step];
-            for (int j = 0; j < V; ++j) sum[r][j] += a_ri * b_row[j];
+            const Vec a_ri = hn::Set(f, a[r * a_row + i * a_step]);
+            for (int j = 0; j < V; ++j) sum[r][j] = hn::MulAdd(a_ri, b_row[j], sum[r][j]);
         }
     }
     for (int r = 0; r < R; ++r)
-        for (int j = 0; j < V; ++j) lanes_at(c + r * ldc + j * kLanes) = sum[r][j];
+        for (int j = 0; j < V; ++j) hn::StoreU(sum[r][j], f, c + r * ldc + j * N);
 }
 
-// Rows a product computes together for results up to `width` columns wide: 8 when they are
-// at most two registers wide, else 4, so that 8 to 16 registers of sums share each load of b.
-int64_t rows_per_block(int64_t width) { return width <= 2 * kLanes ? 8 : 4; }
-
-// The block shapes above fill AVX-512's 32 registers, one Vec16 each. Where a Vec16 takes
-// two registers (AVX2's 16) or four (SSE's 16: a build without -march=native), 16 sums would
-// not fit and every step would spill them to memory (the portable build's attention took 18×
-// AVX-512's time). There a block keeps two Vec16 sums, two rows of one Vec16: at most 8 of
-// the 16 registers. (One shape for both, so the portable build's tests cover it.)
-#if defined(__AVX512F__)
+// The block shapes, per target. AVX-512 has 32 registers of 16 floats: 8 rows of one or two
+// registers (results up to 32 columns wide), else 4 rows of up to 4 registers, 16 sums that
+// share each load of b. AVX2 and SSE4 have 16 registers (of 8 and 4 floats): 4 rows of two
+// registers, 8 sums plus two rows of b and the broadcast a, with room to spare; more sums
+// than that spill.
+#if HWY_TARGET <= HWY_AVX3
 constexpr bool kWideRegisters = true;
 #else
 constexpr bool kWideRegisters = false;
 #endif
-constexpr int kNarrowRows = 2;
+constexpr int kNarrowRows = 4, kNarrowRegisters = 2;
+
+// Rows a product computes together for results up to `width` columns wide: 8 when they are
+// at most 32 columns wide, else 4. (Every shape below divides them.)
+int64_t rows_per_block(int64_t width) { return width <= 2 * kColumnStep ? 8 : 4; }
 
 // c [rows, width] = a(rows, K) @ b [K, width], rows 4 or 8 (8 only for width <= 32), width a
-// multiple of 16, in strips of up to 64 columns. Every element is the same sum in the same
-// order whatever the blocks, so the result does not depend on them.
+// multiple of 16. Every element is the same sum in the same order whatever the blocks, so
+// the result does not depend on them.
 void product_of_rows(int64_t rows, const float* a, int64_t a_row, int64_t a_step, const float* b, int64_t ldb,
                      int64_t K, int64_t width, float* c, int64_t ldc) {
-    if (!kWideRegisters) {
+    const int64_t N = static_cast<int64_t>(hn::Lanes(Floats()));
+    if (!kWideRegisters || N != kColumnStep) {
+        const int64_t block_width = kNarrowRegisters * N;  // divides 16
         for (int64_t r = 0; r < rows; r += kNarrowRows)
-            for (int64_t column = 0; column < width; column += kLanes)
-                block_of_rows<kNarrowRows, 1>(a + r * a_row, a_row, a_step, b + column, ldb, K, c + r * ldc + column, ldc);
+            for (int64_t column = 0; column < width; column += block_width)
+                block_of_rows<kNarrowRows, kNarrowRegisters>(a + r * a_row, a_row, a_step, b + column, ldb, K,
+                                                             c + r * ldc + column, ldc);
         return;
     }
     if (rows == 8) {
-        if (width == kLanes) block_of_rows<8, 1>(a, a_row, a_step, b, ldb, K, c, ldc);
+        if (width == N) block_of_rows<8, 1>(a, a_row, a_step, b, ldb, K, c, ldc);
         else block_of_rows<8, 2>(a, a_row, a_step, b, ldb, K, c, ldc);
         return;
     }
-    for (int64_t column = 0; column < width; column += 4 * kLanes) {
+    for (int64_t column = 0; column < width; column += 4 * N) {  // strips of up to 64 columns
         const float* b_strip = b + column;
         float* c_strip = c + column;
-        switch (std::min<int64_t>(4, (width - column) / kLanes)) {
+        switch (std::min<int64_t>(4, (width - column) / N)) {
             case 1: block_of_rows<4, 1>(a, a_row, a_step, b_strip, ldb, K, c_strip, ldc); break;
             case 2: block_of_rows<4, 2>(a, a_row, a_step, b_strip, ldb, K, c_strip, ldc); break;
             case 3: block_of_rows<4, 3>(a, a_row, a_step, b_strip, ldb, K, c_strip, ldc); break;
@@ -107,7 +102,9 @@ void product_of_rows(int64_t rows, const float* a, int64_t a_row, int64_t a_step
 }
 
 // Columns a row block may touch: its rows read keys up to its last row, in whole 16s.
-int64_t visible_width(int64_t last_row, int64_t T) { return std::min(T, (last_row / kLanes + 1) * kLanes); }
+int64_t visible_width(int64_t last_row, int64_t T) {
+    return std::min(T, (last_row / kColumnStep + 1) * kColumnStep);
+}
 
 // out [d,T] = in [T,d]ᵀ (in's rows `stride` apart), so that a product can read a key's or
 // value's features as a row.
@@ -121,57 +118,73 @@ void transpose_into(const float* in, int64_t stride, int64_t T, int64_t d, float
 // times cos_pairs, plus the row with each pair swapped times sin_pairs (-s, +s).
 void rotate_rows(const float* x, int64_t x_stride, const HeadInputs& in, int64_t T, int64_t d, float sign, float* out,
                  int64_t out_stride) {
+#if HWY_TARGET == HWY_SCALAR
+    // One lane to a register: no pair to swap inside it, so each feature reads its partner.
     for (int64_t t = 0; t < T; ++t)
-        for (int64_t j = 0; j < d; j += kLanes) {
-            const Vec16 u = lanes_at(x + t * x_stride + j);
-            const Vec16 c = lanes_at(in.cos_pairs + t * d + j), s = sign * lanes_at(in.sin_pairs + t * d + j);
-            const Vec16 pairs_swapped = LANES_IN_ORDER(u, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14);
-            lanes_at(out + t * out_stride + j) = u * c + pairs_swapped * s;
+        for (int64_t j = 0; j < d; ++j) {
+            const float* u = x + t * x_stride;
+            const float c = in.cos_pairs[t * d + j], s = sign * in.sin_pairs[t * d + j];
+            out[t * out_stride + j] = std::fma(u[j ^ 1], s, u[j] * c);  // as MulAdd below
+        }
+    return;
+#endif
+    const Floats f;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(f));
+    const Vec signs = hn::Set(f, sign);
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < d; j += N) {
+            const Vec u = hn::LoadU(f, x + t * x_stride + j);
+            const Vec c = hn::LoadU(f, in.cos_pairs + t * d + j);
+            const Vec s = hn::Mul(signs, hn::LoadU(f, in.sin_pairs + t * d + j));
+            const Vec pairs_swapped = hn::Reverse2(f, u);
+            hn::StoreU(hn::MulAdd(pairs_swapped, s, hn::Mul(u, c)), f, out + t * out_stride + j);
         }
 }
 
 // Row i of the weights, in place: softmax(alpha · scores) over keys 0..i, exactly 0 after.
 // Lanes past key i are masked to -inf before the maximum and to 0 after the exp.
 void causal_softmax_row(float* row, int64_t i, int64_t T, float alpha) {
+    const Floats f;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(f));
     const int64_t width = visible_width(i, T);
-    const Vec16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    const Vec16 minus_infinity = Vec16{} - std::numeric_limits<float>::infinity(), zero = {};
-    Vec16 largest = minus_infinity;
-    for (int64_t j = 0; j < width; j += kLanes) {
-        const Vec16 scaled = alpha * lanes_at(row + j);
-        const Vec16 masked = lane + static_cast<float>(j) > static_cast<float>(i) ? minus_infinity : scaled;
-        largest = largest > masked ? largest : masked;
+    const Vec lane = hn::Iota(f, 0.0f), last_key = hn::Set(f, static_cast<float>(i)), scale = hn::Set(f, alpha);
+    const Vec minus_infinity = hn::Set(f, -std::numeric_limits<float>::infinity()), zero = hn::Zero(f);
+    Vec largest = minus_infinity;
+    for (int64_t j = 0; j < width; j += N) {
+        const auto past_last_key = hn::Gt(hn::Add(lane, hn::Set(f, static_cast<float>(j))), last_key);
+        const Vec scaled = hn::Mul(scale, hn::LoadU(f, row + j));
+        largest = hn::Max(largest, hn::IfThenElse(past_last_key, minus_infinity, scaled));
     }
-    const float max = lane_max(largest);
-    Vec16 sum = {};
-    for (int64_t j = 0; j < width; j += kLanes) {
-        Vec16 e = alpha * lanes_at(row + j) - max;
-        fast_exp_in_place(e);
-        const Vec16 masked = lane + static_cast<float>(j) > static_cast<float>(i) ? zero : e;
-        lanes_at(row + j) = masked;
-        sum += masked;
+    const Vec max = hn::MaxOfLanes(f, largest);  // in every lane
+    Vec sum = zero;
+    for (int64_t j = 0; j < width; j += N) {
+        const auto past_last_key = hn::Gt(hn::Add(lane, hn::Set(f, static_cast<float>(j))), last_key);
+        const Vec e = hn::Exp(f, hn::Sub(hn::Mul(scale, hn::LoadU(f, row + j)), max));
+        const Vec masked = hn::IfThenElse(past_last_key, zero, e);
+        hn::StoreU(masked, f, row + j);
+        sum = hn::Add(sum, masked);
     }
-    const float inv_sum = 1.0f / lane_sum(sum);
-    for (int64_t j = 0; j < width; j += kLanes) lanes_at(row + j) *= inv_sum;
+    const Vec inv_sum = hn::Div(hn::Set(f, 1.0f), hn::SumOfLanes(f, sum));
+    for (int64_t j = 0; j < width; j += N) hn::StoreU(hn::Mul(hn::LoadU(f, row + j), inv_sum), f, row + j);
     std::fill(row + width, row + T, 0.0f);
 }
 
 // Row i of dS, in place over dP: alpha · P ∘ (dP - Σ_j P ∘ dP), over the row's visible
 // width (P is 0 past key i, and so is dS).
 void causal_softmax_backward_row(const float* p, float* d_row, int64_t i, int64_t T, float alpha) {
+    const Floats f;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(f));
     const int64_t width = visible_width(i, T);
-    Vec16 dot = {};
-    for (int64_t j = 0; j < width; j += kLanes) dot += lanes_at(p + j) * lanes_at(d_row + j);
-    const float p_dot_dp = lane_sum(dot);
-    for (int64_t j = 0; j < width; j += kLanes)
-        lanes_at(d_row + j) = alpha * lanes_at(p + j) * (lanes_at(d_row + j) - p_dot_dp);
+    Vec dot = hn::Zero(f);
+    for (int64_t j = 0; j < width; j += N) dot = hn::MulAdd(hn::LoadU(f, p + j), hn::LoadU(f, d_row + j), dot);
+    const Vec p_dot_dp = hn::SumOfLanes(f, dot), scale = hn::Set(f, alpha);
+    for (int64_t j = 0; j < width; j += N) {
+        const Vec dp = hn::LoadU(f, d_row + j);
+        hn::StoreU(hn::Mul(hn::Mul(scale, hn::LoadU(f, p + j)), hn::Sub(dp, p_dot_dp)), f, d_row + j);
+    }
 }
 
 }  // namespace
-
-// The backward's, the larger: v_t [d,T], d_scores [T,T], d_rotated, q and k rotated [T,d] each.
-// (The forward's k_t, q and k rotated fit in its first 3·T·d.)
-int64_t attention_scratch_floats(int64_t T, int64_t d) { return 4 * T * d + T * T; }
 
 // Rows of a block (R = rows_per_block of the result's width) read keys up to the block's last
 // row, so a product over keys stops there: on the scores it stops at visible_width, on the
@@ -204,9 +217,9 @@ void attention_backward_block(const HeadInputs& in, const float* weights, const 
                               int64_t d_heads_stride, int64_t T, int64_t d, float alpha, float* dq, float* dk,
                               float* dv, int64_t grads_stride, float* scratch) {
     const bool rope = in.cos_pairs != nullptr;
-    float* v_t = scratch;                   // [d,T]
-    float* d_scores = scratch + T * d;      // [T,T]: dP, then dS in place
-    float* d_rotated = d_scores + T * T;    // [T,d]: dq or dk before rotating back
+    float* v_t = scratch;                 // [d,T]
+    float* d_scores = scratch + T * d;    // [T,T]: dP, then dS in place
+    float* d_rotated = d_scores + T * T;  // [T,d]: dq or dk before rotating back
     const float *q = in.q, *k = in.k;
     int64_t qk_stride = in.stride;
     if (rope) {  // the forward's rotated q and k, again
@@ -241,4 +254,30 @@ void attention_backward_block(const HeadInputs& in, const float* weights, const 
                         dv + j * grads_stride, grads_stride);
 }
 
+}  // namespace tinyformer::detail::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tinyformer::detail {
+
+// The backward's, the larger: v_t [d,T], d_scores [T,T], d_rotated, q and k rotated [T,d] each.
+// (The forward's k_t, q and k rotated fit in its first 3·T·d.)
+int64_t attention_scratch_floats(int64_t T, int64_t d) { return 4 * T * d + T * T; }
+
+HWY_EXPORT(attention_forward_block);
+HWY_EXPORT(attention_backward_block);
+
+void attention_forward_block(const HeadInputs& in, int64_t T, int64_t d, float alpha, float* heads,
+                             int64_t heads_stride, float* weights, float* scratch) {
+    HWY_DYNAMIC_DISPATCH(attention_forward_block)(in, T, d, alpha, heads, heads_stride, weights, scratch);
+}
+
+void attention_backward_block(const HeadInputs& in, const float* weights, const float* d_heads,
+                              int64_t d_heads_stride, int64_t T, int64_t d, float alpha, float* dq, float* dk,
+                              float* dv, int64_t grads_stride, float* scratch) {
+    HWY_DYNAMIC_DISPATCH(attention_backward_block)(in, weights, d_heads, d_heads_stride, T, d, alpha, dq, dk, dv,
+                                                   grads_stride, scratch);
+}
+
 }  // namespace tinyformer::detail
+#endif  // HWY_ONCE

@@ -29,8 +29,8 @@
 
 #include "tinyformer/engine/backend.hpp"
 #include "tinyformer/engine/bf16.hpp"
+#include "activation_kernels.hpp"
 #include "attention_blocks.hpp"
-#include "fast_exp.hpp"
 #include "onednn_compat.hpp"
 #include "rotate_pairs.hpp"
 
@@ -48,6 +48,16 @@ constexpr auto bf16 = memory::data_type::bf16;
 
 // A loop over fewer elements than this runs on one thread: waking the pool would cost more.
 constexpr int64_t kParallelWork = 1 << 15;
+
+// task(begin, n) over [0, total) in spans of whole cache lines, one run of spans per thread
+// (static), or the whole on one thread when it is small.
+template <class SpanTask>
+void for_each_span(int64_t total, SpanTask&& task) {
+    constexpr int64_t span = 4096;  // floats: 16 KiB, a few microseconds of work
+    const int64_t spans = (total + span - 1) / span;
+#pragma omp parallel for schedule(static) if (total > kParallelWork)
+    for (int64_t s = 0; s < spans; ++s) task(s * span, std::min(span, total - s * span));
+}
 
 // A primitive ready to run, with one memory object per argument (DNNL_ARG_SRC, ...). The
 // memories' pointers are set anew on every call, to that call's tensors.
@@ -410,47 +420,21 @@ public:
 
     void gelu_forward(const Tensor& x, Tensor& y) override {
         if (x.dtype() != DType::f32) return reference_->gelu_forward(x, y);
-        // 0.5 u (1 + tanh z) = u · sigmoid(2z) = u / (1 + exp(-2z)), z = sqrt(2/pi) (u + 0.044715 u³):
-        // one exp and no cancellation for negative u. (oneDNN's eltwise GELU took twice as long.)
+        // u / (1 + exp(-2z)), in activation_kernels.cpp. (oneDNN's eltwise GELU took twice as long.)
         const float* pu = x.data<float>();
         float* py = y.data<float>();
-        const float k = 0.7978845608028654f;  // sqrt(2/pi)
-        const int64_t n = x.numel();
-        // Sixteen at a time in a Vec16, then the rest one by one: the same arithmetic. (A plain
-        // loop vectorises only with AVX-512's masks; elsewhere fast_exp's clamp became branches
-        // and the loop ran scalar, 13× slower in the portable build.)
-        const int64_t whole = n / 16 * 16;
-#pragma omp parallel for schedule(static) if (n > kParallelWork)
-        for (int64_t i = 0; i < whole; i += 16) {
-            const detail::Vec16 u = detail::lanes_at(pu + i);
-            const detail::Vec16 z = k * (u + 0.044715f * u * u * u);
-            detail::Vec16 e = -2.0f * z;
-            detail::fast_exp_in_place(e);
-            detail::lanes_at(py + i) = u / (1.0f + e);
-        }
-        for (int64_t i = whole; i < n; ++i) {
-            const float u = pu[i];
-            const float z = k * (u + 0.044715f * u * u * u);
-            py[i] = u / (1.0f + detail::fast_exp(-2.0f * z));
-        }
+        for_each_span(x.numel(), [&](int64_t begin, int64_t n) { detail::gelu_forward_span(pu + begin, py + begin, n); });
     }
 
     void gelu_backward(const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) override {
         if (x.dtype() != DType::f32) return reference_->gelu_backward(x, y, dy, dx);
-        // The forward's tanh is in its output: y = 0.5 u (1 + t), so t = 2y/u - 1 (and 0 at
-        // u = 0). The derivative is then plain arithmetic, one vectorised pass — oneDNN's own
-        // GELU backward computes tanh again and took three times the forward's time.
+        // From the forward's output, with no exp (activation_kernels.cpp): oneDNN's own GELU
+        // backward computes tanh again and took three times the forward's time.
         const float *pu = x.data<float>(), *py = y.data<float>(), *pdy = dy.data<float>();
         float* pdx = dx.data<float>();
-        const float k = 0.7978845608028654f;  // sqrt(2/pi)
-        const int64_t n = x.numel();
-#pragma omp parallel for simd schedule(static) if (n > kParallelWork)
-        for (int64_t i = 0; i < n; ++i) {
-            const float u = pu[i];
-            const float t = u != 0.0f ? 2.0f * py[i] / u - 1.0f : 0.0f;
-            const float dt = (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * u * u);
-            pdx[i] = pdy[i] * (0.5f * (1.0f + t) + 0.5f * u * dt);
-        }
+        for_each_span(x.numel(), [&](int64_t begin, int64_t n) {
+            detail::gelu_backward_span(pu + begin, py + begin, pdy + begin, pdx + begin, n);
+        });
     }
 
     // ---- softmax ----
@@ -461,26 +445,12 @@ public:
         const float* px = x.data<float>();
         float* py = y.data<float>();
         // Row by row: y = exp(x - max) / sum over the keys the query may read, and exactly 0
-        // beyond them (causal). One pass each for max, exp and scale, vectorised; the masked
-        // tail is never exponentiated. (oneDNN's softmax has no mask: it needed a masked copy first.)
+        // beyond them (causal); the masked tail is never exponentiated (activation_kernels.cpp).
+        // (oneDNN's softmax has no mask: it needed a masked copy first.)
 #pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
         for (int64_t r = 0; r < rows; ++r) {
             const int64_t visible = causal ? std::min(Tk, r % Tq + (Tk - Tq) + 1) : Tk;
-            const float* in = px + r * Tk;
-            float* out = py + r * Tk;
-            float max = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : max)
-            for (int64_t j = 0; j < visible; ++j) max = std::max(max, in[j]);
-            float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-            for (int64_t j = 0; j < visible; ++j) {
-                out[j] = detail::fast_exp(in[j] - max);
-                sum += out[j];
-            }
-            const float inv_sum = 1.0f / sum;
-#pragma omp simd
-            for (int64_t j = 0; j < visible; ++j) out[j] *= inv_sum;
-            std::fill(out + visible, out + Tk, 0.0f);
+            detail::softmax_row(px + r * Tk, py + r * Tk, visible, Tk);
         }
     }
 
