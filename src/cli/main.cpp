@@ -8,12 +8,19 @@
 
 #include "commands.hpp"
 #include "tinyformer/engine/build_info.hpp"
+#include "tinyformer/engine/kernel_targets.hpp"
 #include "tinyformer/support/errors.hpp"
 
 int main(int argc, char** argv) {
     using namespace tinyformer::cli;
     spdlog::set_default_logger(spdlog::stderr_color_mt("tinyformer"));
     spdlog::set_pattern("[%H:%M:%S] %v");
+    try {  // before anything runs a kernel, and before --version names the target
+        tinyformer::use_kernel_target_from_environment();
+    } catch (const tinyformer::InputError& e) {
+        std::fprintf(stderr, "tinyformer: error: %s\n", e.what());
+        return kExitUsage;
+    }
     CLI::App app{"tinyformer: a from-scratch trainer for tiny character-level transformers", "tinyformer"};
     app.require_subcommand(1);
     app.set_version_flag(
@@ -23,7 +30,7 @@ int main(int argc, char** argv) {
             text.pop_back();  // CLI11 ends the line itself
             return text;
         },
-        "Print the version, the oneDNN version and instruction set in use, and the compiler.");
+        "Print the version, the instruction sets oneDNN and the own kernels use, and the compiler.");
     app.footer("Exit codes: 0 success, 1 runtime failure, 2 usage/config/input error, 130 interrupted.");
     std::vector<Runner> runners = {add_train(app), add_sample(app), add_eval(app), add_grads(app), add_gradcheck(app),
                                    add_bench(app), add_inspect(app), add_serve(app), add_lesson(app),

@@ -4,6 +4,7 @@
 
 #include "backends/onednn_compat.hpp"
 #include "tinyformer/engine/cpu_features.hpp"
+#include "tinyformer/engine/kernel_targets.hpp"
 #include "git_describe.hpp"  // generated at build time: TINYFORMER_GIT_DESCRIBE
 
 // Set by CMakeLists.txt on this file alone.
@@ -39,6 +40,9 @@ BuildInfo build_info() {
     info.onednn = std::to_string(loaded->major) + "." + std::to_string(loaded->minor) + "." +
                   std::to_string(loaded->patch);
     info.onednn_isa = onednn::isa_name(dnnl::get_effective_cpu_isa());
+    info.kernels = kernel_target();
+    for (const KernelTarget& target : kernel_targets_on_this_cpu())
+        info.kernels_here += (info.kernels_here.empty() ? "" : " ") + target.name;
     // cpu_features.cpp is compiled with the same -march as every other file: its macros are the binary's.
     info.built_for = describe(compiled_for());
     info.cpu = describe(this_cpu());
@@ -61,14 +65,16 @@ std::string version_text() {
     return "tinyformer " + version_string() + "\n" +                                              //
            "built with " + info.compiler + " (" + info.build + ") for " + info.built_for + "\n" +  //
            cpu_line +                                                                              //
-           "oneDNN " + info.onednn + ", dispatching to " + info.onednn_isa + " on this CPU\n";
+           "oneDNN " + info.onednn + ", dispatching to " + info.onednn_isa + " on this CPU\n" +       //
+           "own kernels (Highway) on " + info.kernels + ", of " + info.kernels_here +
+           " on this CPU (TINYFORMER_ISA chooses)\n";
 }
 
 nlohmann::json build_info_json() {
     const BuildInfo info = build_info();
     return {{"version", info.version},     {"git", info.git},    {"compiler", info.compiler},
             {"build", info.build},         {"built_for", info.built_for}, {"cpu", info.cpu},
-            {"onednn", info.onednn},       {"onednn_isa", info.onednn_isa}};
+            {"onednn", info.onednn},       {"onednn_isa", info.onednn_isa}, {"kernels", info.kernels}};
 }
 
 }  // namespace tinyformer

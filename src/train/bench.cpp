@@ -14,6 +14,8 @@
 #include "tinyformer/engine/autograd.hpp"
 #include "tinyformer/engine/backend.hpp"
 #include "tinyformer/engine/buffer_pool.hpp"
+#include "tinyformer/engine/build_info.hpp"
+#include "tinyformer/engine/kernel_targets.hpp"
 #include "tinyformer/engine/rng.hpp"
 #include "tinyformer/model/sampler.hpp"
 #include "tinyformer/support/errors.hpp"
@@ -221,8 +223,8 @@ void print_profile(const BenchResult& result) {
     const double steps = static_cast<double>(result.profile_steps), step_ms = 1e3 * result.profile_seconds / steps;
     std::vector<Profile::Entry> entries = result.profile.entries;
     std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
-    std::printf("\n  where a training step's %.2f ms go (%lld profiled steps, per step):\n", step_ms,
-                (long long)result.profile_steps);
+    std::printf("\n  where a training step's %.2f ms go (%lld profiled steps, per step; own kernels on %s):\n",
+                step_ms, (long long)result.profile_steps, kernel_target().c_str());
     std::printf("    %8s %6s %6s  %s\n", "ms", "share", "calls", "kernel");
     for (const Profile::Entry& e : entries)
         std::printf("    %8.3f %5.1f%% %6.0f  %s\n", 1e3 * e.seconds / steps, 100.0 * 1e3 * e.seconds / steps / step_ms,
@@ -252,6 +254,7 @@ nlohmann::json bench_json(const RunConfig& config, const BenchOptions& options, 
         gemm.push_back({{"M", g.M}, {"N", g.N}, {"K", g.K}, {"gflops", g.gflops}});
     nlohmann::json out = {
         {"config", config.name}, {"backend", backend().name()}, {"threads", num_threads()},
+        {"kernels", kernel_target()}, {"onednn_isa", build_info().onednn_isa},
         {"precision", options.precision},
         {"d_model", m.d_model}, {"n_heads", m.n_heads}, {"n_layers", m.n_layers}, {"context", m.context},
         {"vocab_size", m.vocab_size}, {"batch", options.batch_size},
@@ -273,6 +276,8 @@ void print_bench_report(const RunConfig& config, const BenchOptions& options, co
                 config.name.c_str(), (long long)m.d_model, (long long)m.n_heads, (long long)m.n_layers,
                 (long long)m.context, (long long)m.vocab_size, (long long)options.batch_size,
                 backend().name().c_str(), num_threads());
+    std::printf("  kernels  own on %s (TINYFORMER_ISA chooses), oneDNN's on %s\n", kernel_target().c_str(),
+                build_info().onednn_isa.c_str());
     if (options.precision != "float32") std::printf("  precision %s matrix products\n", options.precision.c_str());
     const auto [train_min, train_max] =
         std::minmax_element(result.train_tokens_per_s.begin(), result.train_tokens_per_s.end());

@@ -66,6 +66,28 @@ expect_in "$version" ", $build) for $(describe_sets "${built[@]}")" \
   "--version names the instruction sets it was built for: $(describe_sets "${built[@]}")"
 expect_in "$version" "this CPU has $(describe_sets "${cpu[@]}")" "--version names this CPU's: $(describe_sets "${cpu[@]}")"
 
+# The own kernels' target (Highway's runtime dispatch): the best this CPU has, as /proc/cpuinfo
+# says, unless TINYFORMER_ISA asks for a lower one; a name it cannot take is one line, exit 2.
+best=sse4
+has_flags AVX2 FMA && best=avx2
+has_flags AVX512F AVX512BW AVX512DQ AVX512VL && best=avx512
+kernels_line=$(grep '^own kernels' <<<"$version")
+kernel_target=$(sed -n 's/^own kernels (Highway) on \([a-z0-9_]*\),.*/\1/p' <<<"$version")
+if [[ $kernels_line == "own kernels (Highway) on $best,"* || $kernels_line == "own kernels (Highway) on avx512_"* ]]; then
+  pass "--version names the kernels' target, the best this CPU has: ${kernels_line#own kernels (Highway) on }"
+else
+  fail "--version's kernel line '$kernels_line', expected the target $best"
+fi
+forced=$(TINYFORMER_ISA=sse4 "$tf" --version | grep '^own kernels')
+expect_in "$forced" "on sse4," "TINYFORMER_ISA=sse4 runs the kernels on sse4"
+expect_exit 2 "TINYFORMER_ISA naming no target" -- env TINYFORMER_ISA=avx3000 "$tf" --version
+one_line "TINYFORMER_ISA naming no target"
+expect_in "$err" "TINYFORMER_ISA: kernel target 'avx3000': expected one of" "names the variable, the word and the choices"
+if ! has_flags AVX512F; then
+  expect_exit 2 "TINYFORMER_ISA naming a target this CPU lacks" -- env TINYFORMER_ISA=avx512 "$tf" --version
+  expect_in "$err" "this CPU cannot run it" "says the CPU cannot run it"
+fi
+
 # A run says what made it: summary.json and the checkpoint's metadata carry the same.
 tiny_lesson_config "$scratch/tiny.toml" "steps = 2" "batch_size = 4"
 if "$tf" train --config "$scratch/tiny.toml" --out "$scratch/run" >/dev/null 2>&1; then
@@ -73,6 +95,7 @@ if "$tf" train --config "$scratch/tiny.toml" --out "$scratch/run" >/dev/null 2>&
   expect_in "$made_by" "\"version\":\"$project_version\"" "summary.json's made_by has the version"
   [[ -n "${commit:-}" ]] && expect_in "$made_by" "\"git\":\"$commit" "summary.json's made_by has the commit"
   expect_in "$made_by" "\"onednn\":\"$dnnl_header\"" "summary.json's made_by has oneDNN's version"
+  expect_in "$made_by" "\"kernels\":\"$kernel_target\"" "summary.json's made_by has the kernels' target, $kernel_target"
   expect_in "$made_by" "\"cpu\":\"$(describe_sets "${cpu[@]}" | tr -d ' ')\"" "summary.json's made_by has this CPU's instruction sets"
   # safetensors: 8 bytes of header length (little-endian), then the JSON header with __metadata__.
   header_length=$(od -An -t u8 -N 8 "$scratch/run/model.safetensors" | tr -d ' ')

@@ -1,5 +1,6 @@
 // What made this binary, and so what made a run: tinyformer's version and commit, the
-// oneDNN it runs on and the instruction set oneDNN dispatches to on this CPU, the compiler,
+// oneDNN it runs on and the instruction set oneDNN dispatches to on this CPU, the target the
+// own kernels run on, the compiler,
 // the instruction sets the binary was compiled for and those this CPU has. `tinyformer --version` prints it; summary.json and a checkpoint's `made_by`
 // metadata carry it as JSON.
 #pragma once
@@ -16,6 +17,8 @@ struct BuildInfo {
     std::string build;         // "Release, -march=native" (the optimisation and CPU target)
     std::string onednn;        // the library loaded at run time, "2.6.3 (commit 52b5f107)"
     std::string onednn_isa;    // what oneDNN dispatches to here, "AVX512_CORE_AMX"
+    std::string kernels;       // the target the own kernels run on here, "avx2" (kernel_targets.hpp)
+    std::string kernels_here;  // the targets compiled in that this CPU can run, "avx512 avx2 sse4"
     std::string built_for;     // the instruction sets compiled for, "x86-64-v3 (SSE4.2 AVX2 FMA)"
     std::string cpu;           // those this CPU has, in the same words
     std::string cpu_lacks;     // those built for that this CPU lacks, "AVX-512"; "" when none
@@ -28,7 +31,7 @@ std::string version_string();
 // The text `tinyformer --version` prints: the version on the first line, as help2man and
 // bug reports expect, then the compiler and what it compiled for, this CPU, and oneDNN.
 std::string version_text();
-// {"version", "git", "compiler", "build", "built_for", "cpu", "onednn", "onednn_isa"}.
+// {"version", "git", "compiler", "build", "built_for", "cpu", "onednn", "onednn_isa", "kernels"}.
 nlohmann::json build_info_json();
 
 }  // namespace tinyformer
