@@ -448,3 +448,33 @@ TEST_CASE("the AdamW kernel follows its formula on every target, whatever the sp
         }
     });
 }
+
+#include "tinyformer/engine/vector_kernels.hpp"
+
+TEST_CASE("the matrix-vector kernel computes W x + b on every target", "[parity]") {
+    const int64_t n_in = 37, n_out = 79, stride = 128;  // 79 outputs: a last block cut short
+    const std::vector<double> w = random_tensor({n_out, n_in}, 5, DType::f64).to_vector(),
+                              x = random_tensor({n_in}, 6, DType::f64).to_vector(),
+                              bias = random_tensor({n_out}, 7, DType::f64).to_vector();
+    std::vector<float> w_t(n_in * stride, 1e30f);  // the padding must not be read into an output
+    for (int64_t o = 0; o < n_out; ++o)
+        for (int64_t i = 0; i < n_in; ++i) w_t[i * stride + o] = static_cast<float>(w[o * n_in + i]);
+    const std::vector<float> xf(x.begin(), x.end()), bf(bias.begin(), bias.end());
+    on_every_kernel_target([&] {
+        for (const bool with_bias : {false, true}) {
+            INFO((with_bias ? "with" : "without") << " bias");
+            std::vector<float> out(n_out + 1, -7.0f);  // one past the end, to see it untouched
+            matvec_transposed(w_t.data(), stride, with_bias ? bf.data() : nullptr, xf.data(), n_in, n_out, out.data());
+            for (int64_t o = 0; o < n_out; ++o) {
+                double want = with_bias ? bf[o] : 0.0, scale = std::fabs(want);
+                for (int64_t i = 0; i < n_in; ++i) {
+                    want += static_cast<double>(w_t[i * stride + o]) * xf[i];
+                    scale += std::fabs(static_cast<double>(w_t[i * stride + o]) * xf[i]);
+                }
+                INFO("output " << o);
+                CHECK(std::fabs(out[o] - want) <= 1e-6 * scale);
+            }
+            CHECK(out[n_out] == -7.0f);
+        }
+    });
+}

@@ -5,32 +5,20 @@
 #include <stdexcept>
 #include <string>
 
+#include "tinyformer/engine/vector_kernels.hpp"
+
 namespace tinyformer {
 
 namespace {
 
-// Outputs are computed in blocks of 64 (four AVX-512 registers of floats), so the sums
-// stay in registers while the loop runs over the inputs. Weight rows are padded to whole blocks.
-constexpr int64_t kBlock = 64;
-int64_t padded(int64_t n) { return (n + kBlock - 1) / kBlock * kBlock; }
+// Weight rows are padded to whole blocks of the matrix-vector kernel's outputs.
+int64_t padded(int64_t n) { return (n + kMatvecBlock - 1) / kMatvecBlock * kMatvecBlock; }
 
-// out = W x (+ bias) for one vector x [n_in], with W given transposed, W^T [n_in, stride]
-// (stride: n_out padded to whole blocks): out += x[i] · (row i of W^T) for every i. Each
-// step is a whole-register multiply-add over a block of outputs; the row-by-row form (a
-// dot product per output) would end every output with a slow sum across one register.
+// out = W x (+ bias) for one vector x [n_in], with W given transposed, W^T [n_in, padded(n_out)]:
+// engine/vector_kernels, in whatever registers this CPU has.
 void linear(const float* W_t, int64_t stride, const float* bias, const float* x, int64_t n_in, int64_t n_out,
             float* out) {
-    for (int64_t block = 0; block < n_out; block += kBlock) {
-        float sums[kBlock] = {};
-        for (int64_t i = 0; i < n_in; ++i) {
-            const float xi = x[i];
-            const float* row = W_t + i * stride + block;
-#pragma omp simd
-            for (int64_t o = 0; o < kBlock; ++o) sums[o] += xi * row[o];
-        }
-        for (int64_t o = 0; o < kBlock && block + o < n_out; ++o)
-            out[block + o] = bias ? sums[o] + bias[block + o] : sums[o];
-    }
+    matvec_transposed(W_t, stride, bias, x, n_in, n_out, out);
 }
 
 // A weight [out, in] of the model, copied transposed to [in, padded(out)] for linear() above.

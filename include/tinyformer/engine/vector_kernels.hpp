@@ -1,0 +1,21 @@
+// Matrix-vector products for one position at a time (the decoder's KV-cached sampling):
+// compiled once per target and dispatched at run time like the backend's own kernels
+// (kernel_targets.hpp), so the portable build runs them in AVX2 or AVX-512 registers too.
+#pragma once
+
+#include <cstdint>
+
+namespace tinyformer {
+
+// Outputs are computed in blocks of up to this many (the sums stay in registers while the loop
+// runs over the inputs); a transposed weight's rows are padded to a multiple of it.
+constexpr int64_t kMatvecBlock = 64;
+
+// out [n_out] = W x (+ bias, unless null) for one vector x [n_in], with W given transposed:
+// W_t [n_in, stride], stride a multiple of kMatvecBlock, columns past n_out ignored. Each step
+// is out += x[i] · (row i of W_t), a whole-register multiply-add over a block of outputs; the
+// row-by-row form (a dot product per output) would end every output with a sum across a register.
+void matvec_transposed(const float* W_t, int64_t stride, const float* bias, const float* x, int64_t n_in,
+                       int64_t n_out, float* out);
+
+}  // namespace tinyformer
