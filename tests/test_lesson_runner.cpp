@@ -165,8 +165,11 @@ TEST_CASE("lesson: split_heads of D=5 into 2 heads reports the engine's error", 
 TEST_CASE("lesson: the printed report and its JSON carry the computed numbers", "[lesson_runner]") {
     const Lesson lesson = run_lesson();
     REQUIRE(lesson.questions.size() == 2);
-    CHECK_THAT(lesson.questions[0].answer, ContainsSubstring("[4, 5]") && ContainsSubstring("[2, 3]"));
+    CHECK_THAT(lesson.questions[0].answer, ContainsSubstring("[1,1,3,4]") && ContainsSubstring("[4, 5, 6, 7]") &&
+                                               ContainsSubstring("d = 32") && ContainsSubstring("16,384"));
     CHECK(lesson.questions[1].answer.rfind("No:", 0) == 0);
+    CHECK_THAT(lesson.questions[1].answer,
+               ContainsSubstring("[1,2,2,2]") && ContainsSubstring("[4, 5]") && ContainsSubstring("[2, 3]"));
 
     const std::string text = lesson_text(lesson);
     // Each number printed (6 decimals) is within 1e-6 of PyTorch's.
@@ -176,6 +179,9 @@ TEST_CASE("lesson: the printed report and its JSON carry the computed numbers", 
     CHECK_THAT(text, ContainsSubstring("merge_heads(split_heads(X, 2)) == X: yes"));
     CHECK_THAT(text, ContainsSubstring("16,384") && ContainsSubstring("(<= 1e-6: yes)"));
     CHECK_THAT(text, ContainsSubstring("is not divisible by n_heads 2"));
+    // The six digits the lesson prints, as printed (float32 would give head 1's 0.999997).
+    CHECK_THAT(text, ContainsSubstring("head 0:  0.002978  0.997022  0.000000"));
+    CHECK_THAT(text, ContainsSubstring("head 1:  0.999998  0.000002  0.000000"));
 
     const nlohmann::json json = lesson_json(lesson);
     require_close(json["attention"]["weights_at_query1"][0].get<std::vector<double>>(), {0.002978, 0.997022, 0}, 1e-6);
@@ -217,4 +223,73 @@ TEST_CASE("lesson: the demo page embeds the engine's split and merge tables", "[
         INFO(outside);
         CHECK(html.find(outside) == std::string::npos);
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// The lesson's own order, its opening argument and its two check questions
+// ---------------------------------------------------------------------------------------
+
+TEST_CASE("lesson: one row of weights cannot reach the target 0.8 1.6 and two heads reach it exactly", "[lesson_runner]") {
+    const SingleRowLimit limit = single_row_limit();
+    require_close(limit.at_a0, {0, 2}, 1e-12);  // [a, 2(1-a)] at a = 0 and a = 1
+    require_close(limit.at_a1, {1, 0}, 1e-12);
+    require_close(limit.a_needed, {0.8, 0.2}, 1e-12);  // one coordinate needs 0.8, the other 0.2
+    CHECK_FALSE(limit.reachable);
+    CHECK(limit.distance > 0.5);  // the target lies off the segment, 0.537 from its nearest point
+    require_close(limit.closest, {limit.closest_a, 2 * (1 - limit.closest_a)}, 1e-12);  // on the segment
+    REQUIRE(limit.two_heads.shape() == Shape{1, 1, 2});
+    require_close(limit.two_heads.to_vector(), {0.8, 1.6}, 1e-12);
+}
+
+TEST_CASE("lesson: each head's shapes, and the heads concatenated before out_proj mixes them", "[lesson_runner]") {
+    const AttentionExample ex = attention_example();
+    const HeadShapes shapes = head_shapes(ex);
+    CHECK(shapes.scores == Shape{1, 2, 3, 3});
+    CHECK(shapes.head_output == Shape{1, 3, 2});
+    CHECK(shapes.all_heads == Shape{1, 2, 3, 2});
+    CHECK(shapes.scale == Approx(1 / std::sqrt(2.0)));  // the head's width, not D = 4
+    const Concatenation c = concatenation(ex);
+    REQUIRE(c.head0.size() == 2);
+    REQUIRE(c.head1.size() == 2);
+    require_close(c.merged, {c.head0[0], c.head0[1], c.head1[0], c.head1[1]}, 1e-12);  // [a, b, c, d]
+    CHECK(c.mixed == Approx(c.head0[0] + c.head1[0]));                                 // [1,0,1,0]: a + c
+}
+
+TEST_CASE("lesson: the check questions' answers are the lesson's", "[lesson_runner]") {
+    const CheckAnswers answers = check_answers();
+    CHECK(answers.one_head_shape == Shape{1, 1, 3, 4});
+    CHECK(answers.one_head_row == std::vector<double>{4, 5, 6, 7});
+    CHECK(answers.full_head_width == 32);
+    CHECK(answers.full_parameters == 16384);
+    CHECK(answers.correct_shape == Shape{1, 2, 2, 2});
+    CHECK(answers.wrong_shape == Shape{1, 2, 2, 2});  // the same shape ...
+    CHECK(answers.correct_row == std::vector<double>{4, 5});
+    CHECK(answers.wrong_row == std::vector<double>{2, 3});  // ... other numbers
+}
+
+TEST_CASE("lesson: the report and the JSON walk the lesson's sections in its order", "[lesson_runner]") {
+    const Lesson lesson = run_lesson();
+    const std::string text = lesson_text(lesson);
+    const nlohmann::json json = lesson_json(lesson);
+    const std::vector<std::string> order = {"single_row_limit", "split_merge",      "head_shapes",
+                                            "concatenation",    "attention",        "looped",
+                                            "parameter_counts", "d5_error",         "check_questions"};
+    REQUIRE(lesson_sections().size() == order.size());
+    size_t previous = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+        const LessonSection& section = lesson_sections()[i];
+        INFO(section.id);
+        CHECK(section.id == order[i]);
+        CHECK(json["sections"][i]["id"] == order[i]);
+        CHECK(json.contains(order[i]));  // each section's numbers are in the JSON
+        const size_t at = text.find(std::to_string(i + 1) + ". " + section.title);
+        REQUIRE(at != std::string::npos);
+        CHECK(at >= previous);  // printed in the lesson's order
+        previous = at;
+        CHECK_THAT(text, ContainsSubstring("What this shows: " + std::string(section.shows).substr(0, 20)));
+    }
+    CHECK_THAT(text, ContainsSubstring("coordinate 0 needs a = 0.8, coordinate 1 needs a = 0.2: no single a"));
+    CHECK_THAT(text, ContainsSubstring("concatenated [0.8, 1.6]"));
+    CHECK(json["check_questions"][1]["computed"]["same_shape"] == true);
+    CHECK(json["check_questions"][1]["computed"]["wrong_head0_position1"] == nlohmann::json({2, 3}));
 }

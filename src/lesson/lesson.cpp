@@ -22,8 +22,72 @@ std::vector<double> head_row(const Tensor& heads, int64_t h, int64_t t) {
     return row;
 }
 
+const std::vector<LessonSection>& lesson_sections() {
+    static const std::vector<LessonSection> sections = {
+        {"single_row_limit", "One row of weights cannot reach every target; two heads can",
+         "a single row of weights moves the output only along a segment; heads with rows of their own reach a point off it"},
+        {"split_merge", "Split and merge: X = arange(12) as [B=1,T=3,D=4], 2 heads",
+         "splitting cuts the feature axis, not the positions: every head keeps all three positions"},
+        {"head_shapes", "One head's attention: its own scores, its own aggregate",
+         "each head has its own [T,T] score table, scaled by its own width d, not by D"},
+        {"concatenation", "The heads are concatenated, then mixed by out_proj",
+         "merging places the heads side by side; only out_proj's rows add one head to another"},
+        {"attention", "Attention weights at query position 1 (seed 42)",
+         "with the same input and query, two heads with random projections already read different positions"},
+        {"looped", "All heads at once = one head at a time",
+         "batching over the head axis computes exactly what a loop over the heads does"},
+        {"parameter_counts", "Parameters of q_proj, k_proj, v_proj, out_proj: 4 D^2",
+         "more heads share out the same width: the four [D,D] projections do not grow"},
+        {"d5_error", "D=5 into 2 heads: split_heads on [1,3,5]",
+         "a width the heads cannot share equally is refused, not silently cut"},
+        {"check_questions", "The lesson's check questions, answered by the engine",
+         "a shape alone does not prove a split right: the numbers at head 0, position 1 do"},
+    };
+    return sections;
+}
+
 // ---------------------------------------------------------------------------------------
-// 1. Split and merge
+// 1. One row of weights, and two heads
+// ---------------------------------------------------------------------------------------
+
+SingleRowLimit single_row_limit() {
+    SingleRowLimit result;
+    result.values = Tensor::from(std::vector<double>{1, 0, 0, 2}, {1, 2, 2}, DType::f64);  // V: [1,0], [0,2]
+    result.target = {0.8, 1.6};
+    // One row of weights [a, 1-a] over the two positions: the output [1,1,2], linear in a.
+    auto one_row = [&](double a) {
+        return matmul(Tensor::from(std::vector<double>{a, 1 - a}, {1, 1, 2}, DType::f64), result.values).to_vector();
+    };
+    result.at_a0 = one_row(0.0);  // V's second row, [0, 2]
+    result.at_a1 = one_row(1.0);  // its first, [1, 0]
+    const size_t D = result.target.size();
+    std::vector<double> direction(D);  // output(a) = at_a0 + a · direction
+    for (size_t j = 0; j < D; ++j) {
+        direction[j] = result.at_a1[j] - result.at_a0[j];
+        result.a_needed.push_back((result.target[j] - result.at_a0[j]) / direction[j]);
+    }
+    result.reachable = true;
+    for (double a : result.a_needed) result.reachable = result.reachable && std::abs(a - result.a_needed[0]) < 1e-12;
+    // The nearest point of the segment: the target projected on the line, a clamped to [0, 1].
+    double along = 0, length_squared = 0;
+    for (size_t j = 0; j < D; ++j) {
+        along += (result.target[j] - result.at_a0[j]) * direction[j];
+        length_squared += direction[j] * direction[j];
+    }
+    result.closest_a = std::clamp(along / length_squared, 0.0, 1.0);
+    result.closest = one_row(result.closest_a);
+    for (size_t j = 0; j < D; ++j) result.distance += std::pow(result.target[j] - result.closest[j], 2);
+    result.distance = std::sqrt(result.distance);
+    // Two heads of width 1, one per coordinate, each with its own row of weights.
+    result.head_weights = {{0.8, 0.2}, {0.2, 0.8}};
+    const Tensor weights = Tensor::from(std::vector<double>{0.8, 0.2, 0.2, 0.8}, {1, 2, 1, 2}, DType::f64);  // [1,H,1,T]
+    const Tensor per_head = matmul(weights, split_heads(result.values, 2));  // [1,H,1,d=1]
+    result.two_heads = merge_heads(per_head);                                // [1,1,2]
+    return result;
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. Split and merge
 // ---------------------------------------------------------------------------------------
 
 SplitMerge split_merge_example() {
@@ -43,7 +107,7 @@ SplitMerge split_merge_example() {
 }
 
 // ---------------------------------------------------------------------------------------
-// 2. The lesson's random example, drawn as PyTorch draws it
+// 5. The lesson's random example, drawn as PyTorch draws it
 // ---------------------------------------------------------------------------------------
 
 double torch_linear_weight_bound(int64_t in_features) {
@@ -69,7 +133,7 @@ std::pair<MultiHeadAttention, Parameters> torch_seeded_attention(int64_t d_model
 }
 
 // ---------------------------------------------------------------------------------------
-// 3. The same attention, one head at a time
+// 6. The same attention, one head at a time
 // ---------------------------------------------------------------------------------------
 
 // Features h*d .. h*d+d-1 of every position of x [B,T,D], copied out: head h's slice [B,T,d].
@@ -125,20 +189,28 @@ static double max_abs_diff(const Tensor& a, const Tensor& b) {
 AttentionExample attention_example() {
     AttentionExample example;
     const int64_t D = 4;
-    auto created = torch_seeded_attention(D, example.n_heads, example.seed);
-    const MultiHeadAttention& attention = created.first;
+    auto created = torch_seeded_attention(D, example.n_heads, example.seed);  // float32, as torch draws
     example.init_bound = torch_linear_weight_bound(D);
-    example.q_proj = attention.q_proj;
-    example.k_proj = attention.k_proj;
-    example.v_proj = attention.v_proj;
-    example.out_proj = attention.out_proj;
-    example.x = lesson_input(DType::f32);  // [1,3,4]
+    example.q_proj = created.first.q_proj;
+    example.k_proj = created.first.k_proj;
+    example.v_proj = created.first.v_proj;
+    example.out_proj = created.first.out_proj;
+    // The same weights in float64 (every float32 is a double exactly), and the attention run there.
+    Parameters in_float64(MultiHeadAttention::parameter_specs(D), DType::f64);
+    for (const auto& [name, weight] : in_float64.named()) {
+        const std::vector<double> drawn = created.second.get(name).to_vector();
+        std::copy(drawn.begin(), drawn.end(), Tensor(weight).data<double>());
+    }
+    const MultiHeadAttention attention(in_float64, "", example.n_heads);
+    example.x = lesson_input(DType::f64);  // [1,3,4]
 
     AttentionOptions options;
     options.causal = true;
+    options.keep_heads = true;
     const AttentionResult batched = attention.forward(example.x, example.x, example.x, options);
     example.weights = batched.weights;  // [1,H,T,T]
     example.output = batched.output;    // [1,T,D]
+    example.context = batched.heads;    // [1,H,T,d]
 
     const LoopedAttention looped = attention_head_by_head(attention, example.x);
     example.looped_weights = looped.weights;
@@ -146,6 +218,34 @@ AttentionExample attention_example() {
     example.max_abs_diff = std::max(max_abs_diff(example.weights, example.looped_weights),
                                     max_abs_diff(example.output, example.looped_output));
     return example;
+}
+
+// ---------------------------------------------------------------------------------------
+// 3 and 4. One head's shapes; concatenation and out_proj
+// ---------------------------------------------------------------------------------------
+
+HeadShapes head_shapes(const AttentionExample& example) {
+    HeadShapes shapes;
+    const int64_t H = example.n_heads, D = example.x.dim(2), d = D / H;
+    shapes.scores = example.weights.shape();   // [1,H,T,T]
+    shapes.all_heads = example.context.shape();  // [1,H,T,d]
+    shapes.head_output = {example.context.dim(0), example.context.dim(2), example.context.dim(3)};  // [1,T,d]
+    shapes.scale = 1.0 / std::sqrt(static_cast<double>(d));
+    shapes.wrong_scale = 1.0 / std::sqrt(static_cast<double>(D));
+    return shapes;
+}
+
+Concatenation concatenation(const AttentionExample& example) {
+    Concatenation result;
+    result.head0 = head_row(example.context, 0, 1);  // [a, b]
+    result.head1 = head_row(example.context, 1, 1);  // [c, d]
+    const Tensor merged = merge_heads(example.context);  // [1,T,D]
+    const int64_t D = merged.dim(2);
+    for (int64_t j = 0; j < D; ++j) result.merged.push_back(merged.at(1 * D + j));  // position 1
+    result.mixing_row = {1, 0, 1, 0};
+    const Tensor row = Tensor::from(result.mixing_row, {1, D}, merged.dtype());  // one out_proj row [1,D]
+    result.mixed = linear(merged, row).at(1);  // [1,T,1] at position 1: a + c
+    return result;
 }
 
 std::vector<double> weights_at(const Tensor& weights, int64_t h, int64_t query) {
@@ -156,7 +256,7 @@ std::vector<double> weights_at(const Tensor& weights, int64_t h, int64_t query) 
 }
 
 // ---------------------------------------------------------------------------------------
-// 4 and 5. Parameter count, and D not divisible by H
+// 7 and 8. Parameter count, and D not divisible by H
 // ---------------------------------------------------------------------------------------
 
 std::vector<ParameterCount> parameter_counts() {
@@ -182,7 +282,7 @@ std::string split_error_message(int64_t d_model, int64_t n_heads) {
 }
 
 // ---------------------------------------------------------------------------------------
-// 6. The check questions, answered from the numbers
+// 9. The check questions, answered by running the engine
 // ---------------------------------------------------------------------------------------
 
 std::string integers_text(const std::vector<double>& values) {
@@ -194,46 +294,68 @@ std::string integers_text(const std::vector<double>& values) {
     return text + "]";
 }
 
-static std::vector<CheckQuestion> check_questions(const SplitMerge& split_merge, const std::vector<ParameterCount>& counts) {
-    std::vector<CheckQuestion> questions;
+CheckAnswers check_answers() {
+    CheckAnswers answers;
+    // Q1: the same X in one head, then the full model's width.
+    const Tensor one_head = split_heads(lesson_input(), 1);  // [1,1,3,4]
+    answers.one_head_shape = one_head.shape();
+    answers.one_head_row = head_row(one_head, 0, 1);
+    const int64_t D = 64, H = 2;
+    answers.full_head_width = D / H;
+    answers.full_parameters = MultiHeadAttention::create(D, H, /*seed=*/1).second.count();
+    // Q2: two positions, so that positions and heads have the same length and only the
+    // numbers can tell them apart.
+    std::vector<double> eight(8);
+    for (size_t i = 0; i < eight.size(); ++i) eight[i] = static_cast<double>(i);
+    const Tensor short_x = Tensor::from(eight, {1, 2, 4}, DType::f32);  // [[0,1,2,3],[4,5,6,7]]
+    const Tensor correct = split_heads(short_x, 2);                      // [1,2,2,2]
+    const Tensor wrong = reshape(short_x, {1, 2, 2, 2});                 // the transpose left out
+    answers.correct_shape = correct.shape();
+    answers.wrong_shape = wrong.shape();
+    answers.correct_row = head_row(correct, 0, 1);
+    answers.wrong_row = head_row(wrong, 0, 1);
+    return answers;
+}
 
-    // X holds its own flat indices, so a value v is feature v % D of position v / D.
-    const int64_t D = split_merge.x.dim(2);
-    auto where_in_x = [D](const std::vector<double>& values) {
-        const int64_t first = std::llround(values.front()), last = std::llround(values.back());
-        return "features " + std::to_string(first % D) + ".." + std::to_string(last % D) + " of position " +
-               std::to_string(first / D);
-    };
-    questions.push_back({"At head 0, position 1, what does the split hold?",
-                         integers_text(split_merge.split_head0_position1) + ", " +
-                             where_in_x(split_merge.split_head0_position1) + ". Forgetting the transpose gives " +
-                             integers_text(split_merge.wrong_head0_position1) + " instead, " +
-                             where_in_x(split_merge.wrong_head0_position1) +
-                             ": the same shape, the wrong numbers."});
-
-    std::string listed;
-    bool all_equal = true;
-    int64_t first_at_64 = -1;
-    for (const ParameterCount& count : counts) {
-        if (count.d_model != 64) continue;
-        if (first_at_64 < 0) first_at_64 = count.counted;
-        all_equal = all_equal && count.counted == first_at_64;
-        listed += (listed.empty() ? "" : ", ") + std::string("H=") + std::to_string(count.n_heads) + ": " +
-                  std::to_string(count.counted);
+// 16384 → "16,384"
+static std::string with_thousands_commas(int64_t n) {
+    const std::string digits = std::to_string(n);
+    std::string text;
+    for (size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
+        text += digits[i];
     }
-    questions.push_back({"Does splitting into more heads add parameters?",
-                         std::string(all_equal ? "No" : "Yes") + ": at D=64 the four projections hold " + listed +
-                             ". Splitting cuts each projection's output into heads; the [D,D] matrices stay the same."});
-    return questions;
+    return text;
+}
+
+static std::vector<CheckQuestion> check_questions(const CheckAnswers& answers) {
+    const bool same_shape = answers.correct_shape == answers.wrong_shape;
+    return {
+        {"Keep X = 0..11 but use 1 head: what shape, and what is at head 0, position 1? At D=64, H=2, "
+         "what is each head's width and the four projections' parameter count?",
+         shape_str(answers.one_head_shape) + "; head 0, position 1 holds " + integers_text(answers.one_head_row) +
+             " (one head keeps all 4 features). At D=64, H=2: d = " + std::to_string(answers.full_head_width) +
+             ", and 4 D^2 = " + with_thousands_commas(answers.full_parameters) + " parameters."},
+        {"X[0] = [[0,1,2,3],[4,5,6,7]] into 2 heads: without transpose(1, 2) the shape is still [1,2,2,2]. "
+         "Does that prove the split right? What do both hold at head 0, position 1?",
+         std::string(same_shape ? "No" : "The shapes differ") + ": both are " + shape_str(answers.correct_shape) +
+             ", but at head 0, position 1 the split holds " + integers_text(answers.correct_row) +
+             " (position 1's first half) and the reshape without transpose " + integers_text(answers.wrong_row) +
+             " (position 0's second half)."},
+    };
 }
 
 Lesson run_lesson() {
     Lesson lesson;
+    lesson.single_row = single_row_limit();
     lesson.split_merge = split_merge_example();
     lesson.attention = attention_example();
+    lesson.shapes = head_shapes(lesson.attention);
+    lesson.concatenation = concatenation(lesson.attention);
     lesson.counts = parameter_counts();
     lesson.d5_error = split_error_message(5, 2);
-    lesson.questions = check_questions(lesson.split_merge, lesson.counts);
+    lesson.answers = check_answers();
+    lesson.questions = check_questions(lesson.answers);
     return lesson;
 }
 

@@ -86,16 +86,52 @@ nlohmann::json tensor_json(const Tensor& tensor) {
     return {{"shape", tensor.shape()}, {"values", tensor.to_vector()}};
 }
 
-}  // namespace
+// 0.8, with as few decimals as the number needs (6 significant digits at most).
+std::string number_text(double value) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.6g", std::abs(value) < 5e-7 ? 0.0 : value);
+    return buffer;
+}
 
-std::string lesson_text(const Lesson& lesson) {
-    const SplitMerge& sm = lesson.split_merge;
-    const AttentionExample& ex = lesson.attention;
-    const int64_t D = ex.x.dim(2), H = ex.n_heads, d = D / H, T = ex.x.dim(1);
-    std::string text = "Multi-head attention: the lesson's numbers, computed by tinyformer (float32, " +
-                       backend().name() + " backend)\n";
+// [0.8, 1.6]
+std::string numbers_text(const std::vector<double>& values) {
+    std::string text = "[";
+    for (size_t i = 0; i < values.size(); ++i) text += (i > 0 ? ", " : "") + number_text(values[i]);
+    return text + "]";
+}
 
-    text += "\n1. Split and merge: X = arange(12) as [B=1,T=3,D=4], 2 heads\n";
+// Section `id`'s heading: its number in the lesson's order, its title, and what it shows.
+std::string heading(const std::string& id) {
+    const std::vector<LessonSection>& sections = lesson_sections();
+    for (size_t i = 0; i < sections.size(); ++i)
+        if (id == sections[i].id)
+            return "\n" + std::to_string(i + 1) + ". " + sections[i].title + "\n" +
+                   wrapped(std::string("What this shows: ") + sections[i].shows + ".", "   ", 96);
+    return "\n" + id + "\n";
+}
+
+std::string single_row_text(const SingleRowLimit& limit) {
+    std::string text = heading("single_row_limit");
+    const std::vector<double> v = limit.values.to_vector();  // [1,2,2]
+    text += "  V: position 0 holds " + numbers_text({v[0], v[1]}) + ", position 1 " + numbers_text({v[2], v[3]}) +
+            "; the target aggregate is " + numbers_text(limit.target) + "\n";
+    text += "  one row of weights [a, 1-a]: the output runs from " + numbers_text(limit.at_a0) + " (a=0) to " +
+            numbers_text(limit.at_a1) + " (a=1)\n";
+    std::string needs;
+    for (size_t j = 0; j < limit.a_needed.size(); ++j)
+        needs += (j > 0 ? ", " : "") + std::string("coordinate ") + std::to_string(j) + " needs a = " +
+                 number_text(limit.a_needed[j]);
+    text += "  " + needs + ": " + (limit.reachable ? "one a reaches it" : "no single a reaches the target") + "\n";
+    text += "  nearest point of the segment: " + numbers_text(limit.closest) + " at a = " +
+            number_text(limit.closest_a) + ", " + fixed(limit.distance, 4) + " from the target\n";
+    text += "  two heads, one per coordinate, rows " + numbers_text(limit.head_weights[0]) + " and " +
+            numbers_text(limit.head_weights[1]) + " (set by hand, not trained): concatenated " +
+            numbers_text(limit.two_heads.to_vector()) + "\n";
+    return text;
+}
+
+std::string split_merge_text(const SplitMerge& sm) {
+    std::string text = heading("split_merge");
     text += "  X " + shape_str(sm.x.shape()) + "\n" + positions_table(sm.x);
     text += "  split_heads(X, 2) " + shape_str(sm.split.shape()) + " = [B,H,T,d]\n" + heads_table(sm.split);
     text += "  merge_heads(split_heads(X, 2)) " + shape_str(sm.merged.shape()) + "\n" + positions_table(sm.merged);
@@ -104,13 +140,49 @@ std::string lesson_text(const Lesson& lesson) {
     text += "  merge_heads(reshape(X, [1,2,3,2])) == X: " + yes_no(sm.wrong_merged_equals_x) + "\n";
     text += "  head 0, position 1: split_heads holds " + integers_text(sm.split_head0_position1) +
             ", the reshape without transpose " + integers_text(sm.wrong_head0_position1) + "\n";
+    return text;
+}
 
-    text += "\n2. Attention weights at query position 1\n";
+std::string shapes_text(const HeadShapes& shapes, const AttentionExample& ex) {
+    const int64_t D = ex.x.dim(2), d = D / ex.n_heads;
+    std::string text = heading("head_shapes");
+    text += "  head h: softmax(Q_h K_h^T / sqrt(d) + causal mask) V_h, on the seed-42 projections of section 5\n";
+    text += "  all heads' scores " + shape_str(shapes.scores) + " = [B,H,T,T], softmax along the last (read) axis\n";
+    text += "  one head's aggregate " + shape_str(shapes.head_output) + " = [B,T,d]; all heads " +
+            shape_str(shapes.all_heads) + " = [B,H,T,d]\n";
+    text += "  scale 1/sqrt(d) = 1/sqrt(" + std::to_string(d) + ") = " + fixed(shapes.scale, 6) +
+            " (each head's dot product has d terms), not 1/sqrt(D) = 1/sqrt(" + std::to_string(D) + ") = " +
+            fixed(shapes.wrong_scale, 6) + "\n";
+    return text;
+}
+
+std::string concatenation_text(const Concatenation& c) {
+    std::string text = heading("concatenation");
+    text += "  position 1: head 0 gives [a, b] = " + numbers_text(c.head0) + ", head 1 gives [c, d] = " +
+            numbers_text(c.head1) + "\n";
+    text += "  merged: [a, b, c, d] = " + numbers_text(c.merged) + " (not [a+c, b+d])\n";
+    text += "  an out_proj row " + numbers_text(c.mixing_row) + " times it: " + number_text(c.mixed) + " = a + c\n";
+    return text;
+}
+
+}  // namespace
+
+std::string lesson_text(const Lesson& lesson) {
+    const AttentionExample& ex = lesson.attention;
+    const int64_t D = ex.x.dim(2), H = ex.n_heads, d = D / H, T = ex.x.dim(1);
+    std::string text = "Multi-head attention: the lesson's numbers, computed by tinyformer (" + backend().name() +
+                       " backend)\n";
+    text += single_row_text(lesson.single_row);
+    text += split_merge_text(lesson.split_merge);
+    text += shapes_text(lesson.shapes, ex);
+    text += concatenation_text(lesson.concatenation);
+
+    text += heading("attention");
     text += "  torch.manual_seed(" + std::to_string(ex.seed) + "); q_proj, k_proj, v_proj, out_proj = nn.Linear(" +
             std::to_string(D) + ", " + std::to_string(D) + ", bias=False) each,\n";
     text += "  weights uniform(-b, b) with b = " + fixed(ex.init_bound, 17) + " (kaiming_uniform_, a=sqrt(5))\n";
     text += "  X = arange(12) as [1,3,4], H=" + std::to_string(H) + " (d=" + std::to_string(d) +
-            "), causal, scores x 1/sqrt(" + std::to_string(d) + ")\n";
+            "), causal, scores x 1/sqrt(" + std::to_string(d) + "), in float64\n";
     text += "           ";  // as wide as "    head 0:"
     for (int64_t key = 0; key < T; ++key) text += padded("key " + std::to_string(key), 10);
     text += "\n";
@@ -120,24 +192,24 @@ std::string lesson_text(const Lesson& lesson) {
         text += "\n";
     }
 
-    text += "\n3. All heads at once = one head at a time\n";
+    text += heading("looped");
     char diff[32];
     std::snprintf(diff, sizeof diff, "%.3g", ex.max_abs_diff);
     text += "  max |batched - looped| over weights and output: " + std::string(diff) +
             " (<= 1e-6: " + yes_no(ex.max_abs_diff <= 1e-6) + ")\n";
 
-    text += "\n4. Parameters of q_proj, k_proj, v_proj, out_proj: 4 D^2\n";
+    text += heading("parameter_counts");
     text += "       D     H    counted      4 D^2\n";
     for (const ParameterCount& count : lesson.counts)
         text += "    " + padded(std::to_string(count.d_model), 4) + padded(std::to_string(count.n_heads), 6) +
                 padded(with_commas(count.counted), 11) + padded(with_commas(count.formula), 11) + "\n";
 
-    text += "\n5. D=5 into 2 heads: split_heads on [1,3,5]\n";
+    text += heading("d5_error");
     text += "  " + (lesson.d5_error.empty() ? std::string("no error (unexpected)") : lesson.d5_error) + "\n";
 
-    text += "\n6. Check questions\n";
+    text += heading("check_questions");
     for (size_t i = 0; i < lesson.questions.size(); ++i) {
-        text += "  Q" + std::to_string(i + 1) + ". " + lesson.questions[i].question + "\n";
+        text += wrapped("Q" + std::to_string(i + 1) + ". " + lesson.questions[i].question, "  ", 96);
         text += wrapped(lesson.questions[i].answer, "      ", 96);
     }
     return text;
@@ -148,8 +220,33 @@ nlohmann::json lesson_json(const Lesson& lesson) {
     const AttentionExample& ex = lesson.attention;
     const int64_t D = ex.x.dim(2), H = ex.n_heads, d = D / H, T = ex.x.dim(1);
     nlohmann::json json;
-    json["dtype"] = "float32";
     json["backend"] = backend().name();
+    // The sections in the lesson's order; each id is a key below.
+    json["sections"] = nlohmann::json::array();
+    for (const LessonSection& section : lesson_sections())
+        json["sections"].push_back({{"id", section.id}, {"title", section.title}, {"shows", section.shows}});
+    const SingleRowLimit& limit = lesson.single_row;
+    json["single_row_limit"] = {
+        {"values", tensor_json(limit.values)},
+        {"target", limit.target},
+        {"output_at_a0", limit.at_a0},
+        {"output_at_a1", limit.at_a1},
+        {"a_needed", limit.a_needed},
+        {"reachable", limit.reachable},
+        {"closest_a", limit.closest_a},
+        {"closest", limit.closest},
+        {"distance", limit.distance},
+        {"head_weights", limit.head_weights},
+        {"two_heads", tensor_json(limit.two_heads)},
+    };
+    json["head_shapes"] = {{"scores", lesson.shapes.scores},
+                           {"head_output", lesson.shapes.head_output},
+                           {"all_heads", lesson.shapes.all_heads},
+                           {"scale", lesson.shapes.scale},
+                           {"wrong_scale", lesson.shapes.wrong_scale}};
+    const Concatenation& c = lesson.concatenation;
+    json["concatenation"] = {{"head0", c.head0},   {"head1", c.head1},           {"merged", c.merged},
+                             {"mixing_row", c.mixing_row}, {"mixed", c.mixed}};
     json["split_merge"] = {
         {"x", tensor_json(sm.x)},
         {"split", tensor_json(sm.split)},
@@ -175,7 +272,9 @@ nlohmann::json lesson_json(const Lesson& lesson) {
         {"k_proj", tensor_json(ex.k_proj)},
         {"v_proj", tensor_json(ex.v_proj)},
         {"out_proj", tensor_json(ex.out_proj)},
+        {"dtype", "float64 (the weights drawn in float32)"},
         {"x", tensor_json(ex.x)},
+        {"context", tensor_json(ex.context)},
         {"weights", tensor_json(ex.weights)},
         {"output", tensor_json(ex.output)},
         {"weights_at_query1", at_query1},
@@ -188,10 +287,21 @@ nlohmann::json lesson_json(const Lesson& lesson) {
     for (const ParameterCount& count : lesson.counts)
         json["parameter_counts"].push_back(
             {{"d_model", count.d_model}, {"n_heads", count.n_heads}, {"counted", count.counted}, {"formula", count.formula}});
+    json["looped"] = {{"max_abs_diff", ex.max_abs_diff}, {"equal_within_1e-6", ex.max_abs_diff <= 1e-6}};
     json["d5_error"] = lesson.d5_error;
+    const CheckAnswers& answers = lesson.answers;
     json["check_questions"] = nlohmann::json::array();
     for (const CheckQuestion& question : lesson.questions)
         json["check_questions"].push_back({{"question", question.question}, {"answer", question.answer}});
+    json["check_questions"][0]["computed"] = {{"one_head_shape", answers.one_head_shape},
+                                              {"head0_position1", answers.one_head_row},
+                                              {"d_at_D64_H2", answers.full_head_width},
+                                              {"parameters_at_D64", answers.full_parameters}};
+    json["check_questions"][1]["computed"] = {{"correct_shape", answers.correct_shape},
+                                              {"wrong_shape", answers.wrong_shape},
+                                              {"same_shape", answers.correct_shape == answers.wrong_shape},
+                                              {"correct_head0_position1", answers.correct_row},
+                                              {"wrong_head0_position1", answers.wrong_row}};
     return json;
 }
 

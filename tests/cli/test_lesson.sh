@@ -26,7 +26,10 @@ for row in "4 2 64 64" "64 1 16,384 16,384" "64 2 16,384 16,384" "64 4 16,384 16
     || fail "no parameter row $row"
 done
 expect_in "$report" "split_heads: d_model 5 is not divisible by n_heads 2" "the engine's D=5 error"
-expect_in "$report" "Q2. Does splitting into more heads add parameters?" "check question 2"
+expect_in "$report" "No: both are [1,2,2,2], but at head 0, position 1 the split holds [4, 5]" "check question 2, answered"
+expect_in "$report" "[1,1,3,4]; head 0, position 1 holds [4, 5, 6, 7]" "check question 1, answered"
+expect_in "$report" "head 1:  0.999998  0.000002  0.000000" "head 1's weights in the lesson's six digits"
+expect_in "$report" "no single a reaches the target" "the single-row limit"
 
 json=$("$tf" lesson --json 2>/dev/null)
 [[ $? -eq 0 ]] && pass "lesson --json exits 0" || fail "lesson --json"
