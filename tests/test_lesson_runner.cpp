@@ -207,8 +207,24 @@ TEST_CASE("lesson: the demo page embeds the engine's split and merge tables", "[
     CHECK(tables["merged"]["values"] == tables["x"]["values"]);
     CHECK(tables["merged_equals_x"] == true);
     CHECK(tables["wrong_merged_equals_x"] == false);
+    // The feature axis split before the swap, [B,T,H,d] = [1,3,2,2]: position 1, head 0 holds 4 and 5.
+    CHECK(tables["features"]["shape"] == nlohmann::json({1, 3, 2, 2}));
+    CHECK(tables["features"]["values"][4] == 4);
+    CHECK(tables["features"]["values"][5] == 5);
+
+    // The single row of weights the page plots: 101 points from [0, 2] (a = 0) to [1, 0] (a = 1).
+    const nlohmann::json single_row = single_row_table(single_row_limit());
+    REQUIRE(single_row["segment"].size() == 101);
+    CHECK(single_row["segment"][0] == nlohmann::json({0.0, 2.0}));
+    CHECK(single_row["segment"][100] == nlohmann::json({1.0, 0.0}));
+    CHECK(single_row["segment"][80][0].get<double>() == Approx(0.8));
+    CHECK(single_row["segment"][80][1].get<double>() == Approx(0.4));
+    CHECK(single_row["two_heads"]["values"][1].get<double>() == Approx(1.6));
 
     const std::string html = split_merge_html();
+    CHECK_THAT(html, ContainsSubstring("<script id=\"single-row-table\" type=\"application/json\">" +
+                                       single_row.dump() + "</script>"));
+    CHECK_THAT(html, ContainsSubstring("id=\"row-a\"") && ContainsSubstring("id=\"grid-features\""));
     CHECK_THAT(html, ContainsSubstring("<script id=\"lesson-tables\" type=\"application/json\">" + tables.dump() +
                                        "</script>"));
     CHECK_THAT(html, ContainsSubstring("id=\"forget-transpose\""));

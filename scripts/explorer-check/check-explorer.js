@@ -7,8 +7,11 @@
 //      character, and the page's numbers are the API's;
 //   4. a character outside the vocabulary is underlined and the reason shown;
 //   5. the URL holds the state: the page opened from it shows the same text, heads and position;
-//   6. /split-merge: the x cell at b=0, t=1, i=0 lands in the split at head 0, position 1,
-//      feature 0, holding 4; with #forget-transpose on, that cell holds 2 (skipped on a 404);
+//   6. /split-merge: it opens following the number 4 (outlined in the feature split at
+//      position 1, head 0, feature 0, and #where gives its index at each step); the single-row
+//      slider at a = 0.8 puts its point at [0.8, 0.4]; the x cell at b=0, t=1, i=0 lands in the
+//      split at head 0, position 1, feature 0, holding 4; with #forget-transpose on, that cell
+//      holds 2 (skipped on a 404);
 //   7. no console error, no page error, no request outside the server's own origin (and data:);
 //   8. screenshots in OUTDIR;
 // and the server, sent SIGINT, exits 0 within 5 s. Prints a line per step; on a failure, one
@@ -351,6 +354,25 @@ async function steps(browser, origin, binary, checkpoint, outdir, faults) {
     const landedInSplit = () => page.$$eval('[data-tensor="split"].landed', (cells) =>
       cells.map((c) => ({ h: c.dataset.h, t: c.dataset.t, j: c.dataset.j, value: (c.querySelector(".value") || c).textContent.trim() })));
     check(await page.$(x), `step 6: no cell ${x} (x at b=0, t=1, i=0) on /split-merge`);
+    // The page opens following the number 4, as the lesson does: through the feature split
+    // ([B,T,H,d]: position 1, head 0, feature 0) before the swap of head and position.
+    const openedWith = await page.$eval("#demo", (demo) => demo.dataset.selected);
+    check(openedWith === "4", `step 6: the page opens with ${JSON.stringify(openedWith)} selected, expected 4`);
+    const inFeatures = await page.$$eval('[data-tensor="features"].landed', (cells) =>
+      cells.map((c) => `t=${c.dataset.t} h=${c.dataset.h} j=${c.dataset.j}`));
+    check(inFeatures.length === 1 && inFeatures[0] === "t=1 h=0 j=0",
+          `step 6: 4 is outlined in the feature split at ${inFeatures.join(", ") || "no cell"}, expected t=1 h=0 j=0`);
+    const where = await page.$eval("#where", (p) => p.textContent);
+    check(where.includes("split the feature axis: [b=0, t=1, h=0, j=0]") && where.includes("swap head and position: [b=0, h=0, t=1, j=0]"),
+          `step 6: #where does not give 4's index at each step: ${where}`);
+    // The single row of weights: the slider at a = 0.8 puts the point at [0.8, 0.4], off the target.
+    await page.$eval("#row-a", (slider) => { slider.value = "80"; slider.dispatchEvent(new Event("input")); });
+    const moved = await page.$eval("#single-row-plot .moving", (c) => ({ a: c.dataset.a, x: c.dataset.x, y: c.dataset.y }));
+    check(Math.abs(moved.a - 0.8) < 1e-9 && Math.abs(moved.x - 0.8) < 1e-9 && Math.abs(moved.y - 0.4) < 1e-9,
+          `step 6: the slider at 80 puts the point at a=${moved.a} (${moved.x}, ${moved.y}), expected a=0.8 (0.8, 0.4)`);
+    const readout = await page.$eval("#row-a-output", (o) => o.textContent);
+    check(readout.startsWith("a = 0.80: one row gives [0.8, 0.4]") && readout.includes("a = 0.2 for coordinate 1"),
+          `step 6: the slider's readout is ${JSON.stringify(readout)}`);
     await page.click(x);
     let landed = await landedInSplit();
     check(landed.length === 1, `step 6: clicking x[b=0,t=1,i=0] outlined ${landed.length} cells of the split, expected 1`);
@@ -368,7 +390,8 @@ async function steps(browser, origin, binary, checkpoint, outdir, faults) {
           `${landed.map((c) => `h=${c.h} t=${c.t} j=${c.j} (${c.value})`).join(", ") || "no cell"}, expected away from head 0 position 1`);
     await page.screenshot({ path: path.join(outdir, "split-merge.png"), fullPage: true });
     noFaults("step 6");
-    console.log(`step 6 ok: /split-merge: x[b=0,t=1,i=0] lands at head 0, position 1, feature 0 holding 4; ` +
+    console.log(`step 6 ok: /split-merge opens following 4 (feature split t=1 h=0 j=0); the slider at a=0.8 gives [0.8, 0.4]; ` +
+                `x[b=0,t=1,i=0] lands at head 0, position 1, feature 0 holding 4; ` +
                 `with the transpose forgotten that cell holds 2 and 4 lands at h=${landed[0].h} t=${landed[0].t} j=${landed[0].j}`);
   }
 

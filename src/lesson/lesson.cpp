@@ -83,6 +83,10 @@ SingleRowLimit single_row_limit() {
     const Tensor weights = Tensor::from(std::vector<double>{0.8, 0.2, 0.2, 0.8}, {1, 2, 1, 2}, DType::f64);  // [1,H,1,T]
     const Tensor per_head = matmul(weights, split_heads(result.values, 2));  // [1,H,1,d=1]
     result.two_heads = merge_heads(per_head);                                // [1,1,2]
+    for (int step = 0; step <= 100; ++step) {
+        result.a_steps.push_back(step / 100.0);
+        result.segment.push_back(one_row(step / 100.0));
+    }
     return result;
 }
 
@@ -93,6 +97,7 @@ SingleRowLimit single_row_limit() {
 SplitMerge split_merge_example() {
     SplitMerge result;
     result.x = lesson_input();                                   // [1,3,4]
+    result.features = reshape(result.x, {1, 3, 2, 2});           // [B,T,H,d]: the feature axis split
     result.split = split_heads(result.x, 2);                     // [1,2,3,2]
     result.merged = merge_heads(result.split);                   // [1,3,4]
     result.wrong = reshape(result.x, {1, 2, 3, 2});              // [1,2,3,2], no transpose

@@ -1,18 +1,30 @@
 // The split/merge demo page (lesson_page.hpp): X = arange(12) as [B=1,T=3,D=4], split into
-// 2 heads and merged back, drawn from the engine's own tensors.
+// 2 heads and merged back, drawn from the engine's own tensors; and first the lesson's
+// opening, one row of weights against two heads, as a picture with a slider.
 //
 // What a browser test can drive (these names are a contract; keep them):
+//   #single-row-plot       an <svg>: the segment one row of weights [a, 1-a] reaches, the
+//                          target (.target), the two heads' result (.two-heads) and the point
+//                          for the slider's a (.moving, with data-a and data-x data-y)
+//   #row-a                 the slider (range 0..100: a = value / 100)
+//   #row-a-output          "a = 0.80: one row gives [0.8, 0.4]; ..." for the slider's a
 //   #demo                  the page's root; data-forget-transpose="true|false" (the switch's
 //                          state) and data-selected="<value>" (the selected element of X, ""
-//                          when none: X holds its flat indices, so the value names the element)
+//                          when none: X holds its flat indices, so the value names the element;
+//                          4 when the page opens, as the lesson follows the number 4)
 //   #forget-transpose      the switch (checkbox): on = draw reshape(X, [1,2,3,2]) and
 //                          merge_heads of it instead of split_heads(X, 2) and merge_heads of that
-//   #grid-x, #grid-split, #grid-merged   the three grids; #grid-split holds one
-//                          .head[data-h] per head, each a T×d grid
+//   #grid-x, #grid-features, #grid-split, #grid-merged   the four grids, one per step:
+//                          X; reshape(X, [1,3,2,2]) (the feature axis split, [B,T,H,d]: one
+//                          .position[data-t] per position, each an H×d grid; empty while the
+//                          switch is on, as the wrong layout skips it); the heads after the
+//                          swap of head and position axes (one .head[data-h] per head, each a
+//                          T×d grid); the merge
 //   .cell                  a <button> per element, with
-//                            data-tensor="x|split|merged" (split and merged draw the wrong
-//                              layout's tables while the switch is on),
+//                            data-tensor="x|features|split|merged" (split and merged draw the
+//                              wrong layout's tables while the switch is on),
 //                            data-b data-t data-i   on x and merged cells (sample, position, feature),
+//                            data-b data-t data-h data-j   on features cells,
 //                            data-b data-h data-t data-j   on split cells (head, position, feature),
 //                            data-value (the number it shows), data-from="b,t,i" (the cell of X
 //                              it holds);
@@ -20,12 +32,13 @@
 //   .cell.selected         the clicked cell (exactly one while something is selected)
 //   .cell.landed           every other cell holding the same element of X (one per other grid)
 //   .cell.question         the cells of head 0, position 1 (the lesson's check question)
-//   #where                 a sentence: where the selected element sits in each grid
+//   #where                 a sentence: the selected element's index at each step
 //   #head0-position1-split, #head0-position1-wrong   the check question's two answers
 //                          ("[4, 5]" and "[2, 3]"), written here from the engine's tensors
 //   #head0-position1-current   what head 0, position 1 holds in the layout drawn now
 //   #merged-check          "<the merge drawn now> == X: yes" or "... == X: no, ..." 
 //   script#lesson-tables   the engine's tables (split_merge_tables) as JSON
+//   script#single-row-table   the engine's numbers for the single row (single_row_table)
 #include <string>
 
 #include "tinyformer/lesson/lesson_page.hpp"
@@ -69,6 +82,18 @@ code { background: #f3f3f3; padding: 0 3px; }
 #check-question, .switch { font-size: 15px; }
 .switch { display: inline-block; margin-top: 8px; padding: 6px 10px; border: 1px solid #ccc; border-radius: 6px; }
 .wrong { color: #c62828; }
+.positions { display: flex; gap: 12px; }
+.position h3 { font-size: 13px; margin: 0 0 4px 0; text-align: center; }
+.skipped { color: #888; font-style: italic; max-width: 16em; }
+#single-row { border: 1px solid #ddd; border-radius: 6px; padding: 12px; margin: 16px 0; max-width: 1100px; }
+#single-row-plot { background: #fafafa; border: 1px solid #eee; }
+#single-row-plot .segment { stroke: #1565c0; stroke-width: 4; }
+#single-row-plot .target { fill: none; stroke: #c62828; stroke-width: 3; }
+#single-row-plot .two-heads { fill: #2e7d32; }
+#single-row-plot .moving { fill: #1565c0; }
+#single-row-plot text { font-size: 12px; fill: #333; }
+#row-a { width: 320px; vertical-align: middle; }
+#row-a-output { font-size: 15px; margin-left: 8px; }
 )CSS";
 
 // Draws the three grids from the embedded tables and moves the highlights; computes nothing.
@@ -81,8 +106,10 @@ const char* kScript = R"JS(
   var selected = null;  // {tensor: 'x' | 'split' | 'merged', value: the element of X}
 
   function splitTable() { return forget.checked ? tables.wrong : tables.split; }
+  var singleRow = JSON.parse(document.getElementById('single-row-table').textContent);
   function mergedTable() { return forget.checked ? tables.wrong_merged : tables.merged; }
-  function listText(values) { return '[' + values.join(', ') + ']'; }
+  function shortNumber(v) { return String(Number(Number(v).toPrecision(6))); }  // 0.19999999999999996 → 0.2
+  function listText(values) { return '[' + values.map(shortNumber).join(', ') + ']'; }
 
   // The indices of flat position n in a row-major shape.
   function unravel(n, shape) {
@@ -116,14 +143,14 @@ const char* kScript = R"JS(
   }
 
   // A grid of rows × columns cells from flat positions first .. first + rows·columns − 1.
-  function makeGrid(tensor, table, first, rows, columns, names, columnName) {
+  function makeGrid(tensor, table, first, rows, columns, names, columnName, rowName) {
     var grid = document.createElement('div');
     grid.className = 'grid';
     grid.style.gridTemplateColumns = 'auto repeat(' + columns + ', 6.2em)';
     grid.appendChild(makeLabel(''));
     for (var c = 0; c < columns; c++) grid.appendChild(makeLabel(columnName + '=' + c));
     for (var r = 0; r < rows; r++) {
-      grid.appendChild(makeLabel('t=' + r));
+      grid.appendChild(makeLabel((rowName || 't') + '=' + r));
       for (var c2 = 0; c2 < columns; c2++) grid.appendChild(makeCell(tensor, table, first + r * columns + c2, names));
     }
     return grid;
@@ -150,6 +177,29 @@ const char* kScript = R"JS(
     container.appendChild(heads);
   }
 
+  function drawFeatures(container) {  // [B=1,T,H,d]: a grid per position (rows: heads)
+    container.textContent = '';
+    if (forget.checked) {
+      var note = document.createElement('p');
+      note.className = 'skipped';
+      note.textContent = 'skipped: the wrong layout reshapes X straight to [1,2,3,2], with no swap of axes';
+      container.appendChild(note);
+      return;
+    }
+    var table = tables.features, T = table.shape[1], H = table.shape[2], d = table.shape[3];
+    var positions = document.createElement('div');
+    positions.className = 'positions';
+    for (var t = 0; t < T; t++) {
+      var position = document.createElement('div'), title = document.createElement('h3');
+      position.className = 'position'; position.dataset.t = t;
+      title.textContent = 'position ' + t;
+      position.appendChild(title);
+      position.appendChild(makeGrid('features', table, t * H * d, H, d, ['b', 't', 'h', 'j'], 'j', 'h'));
+      positions.appendChild(position);
+    }
+    container.appendChild(positions);
+  }
+
   // Where element `value` of X sits in a table, as "name=index, ...".
   function whereIn(table, value, names) {
     var n = table.values.indexOf(value), index = unravel(n, table.shape), parts = [];
@@ -170,7 +220,9 @@ const char* kScript = R"JS(
     if (selected === null) { where.textContent = 'Click any cell to see where its number goes.'; return; }
     var v = selected.value;
     where.textContent = 'X[' + whereIn(tables.x, v, ['b', 't', 'i']) + '] = ' + v +
-      (forget.checked ? '  →  reshape without transpose: [' : '  →  split_heads: [') +
+      (forget.checked ? '  →  reshape to [1,2,3,2] without the swap: [' :
+       '  →  split the feature axis: [' + whereIn(tables.features, v, ['b', 't', 'h', 'j']) +
+       ']  →  swap head and position: [') +
       whereIn(splitTable(), v, ['b', 'h', 't', 'j']) + ']  →  merge_heads: [' +
       whereIn(mergedTable(), v, ['b', 't', 'i']) + ']';
   }
@@ -184,11 +236,12 @@ const char* kScript = R"JS(
     var split = splitTable(), merged = mergedTable(), wrong = forget.checked;
     demo.dataset.forgetTranspose = wrong ? 'true' : 'false';
     drawPositions(document.getElementById('grid-x'), 'x', tables.x);
+    drawFeatures(document.getElementById('grid-features'));
     drawHeads(document.getElementById('grid-split'), split);
     drawPositions(document.getElementById('grid-merged'), 'merged', merged);
     document.getElementById('split-title').textContent = wrong
       ? 'reshape(X, [1,2,3,2]), the transpose forgotten: [B,H,T,d]'
-      : 'split_heads(X, 2): [B,H,T,d] = [1,2,3,2]';
+      : 'split_heads(X, 2), the head and position axes swapped: [B,H,T,d] = [1,2,3,2]';
     document.getElementById('merged-title').textContent = wrong
       ? 'merge_heads(reshape(X, [1,2,3,2])): [B,T,D]'
       : 'merge_heads(split_heads(X, 2)): [B,T,D]';
@@ -202,8 +255,47 @@ const char* kScript = R"JS(
     highlight();
   }
 
+  // The single row of weights: the engine's 101 outputs for a = 0 .. 1, drawn in the plane of
+  // the two output coordinates; the slider picks one of them.
+  var plot = document.getElementById('single-row-plot'), svgNS = plot.namespaceURI;  // the page names no URL
+  var size = 300, margin = 30, top = 2.2;  // both axes run from 0 to `top`
+  function px(x) { return margin + x / top * (size - 2 * margin); }
+  function py(y) { return size - margin - y / top * (size - 2 * margin); }
+  function shape(name, attributes) {
+    var element = document.createElementNS(svgNS, name);
+    for (var key in attributes) element.setAttribute(key, attributes[key]);
+    plot.appendChild(element);
+    return element;
+  }
+  function label(x, y, text) { shape('text', {x: x, y: y}).textContent = text; }
+  shape('line', {x1: px(0), y1: py(0), x2: px(top), y2: py(0), stroke: '#999'});
+  shape('line', {x1: px(0), y1: py(0), x2: px(0), y2: py(top), stroke: '#999'});
+  label(px(top) - 70, py(0) + 20, 'coordinate 0');
+  label(px(0) + 4, py(top) + 4, 'coordinate 1');
+  var first = singleRow.segment[0], last = singleRow.segment[singleRow.segment.length - 1];
+  shape('line', {'class': 'segment', x1: px(first[0]), y1: py(first[1]), x2: px(last[0]), y2: py(last[1])});
+  label(px(first[0]) + 8, py(first[1]), 'a=0 ' + listText(first));
+  label(px(last[0]) + 8, py(last[1]) - 6, 'a=1 ' + listText(last));
+  var target = singleRow.target, both = singleRow.two_heads.values;
+  shape('circle', {'class': 'two-heads', cx: px(both[0]), cy: py(both[1]), r: 5});
+  shape('circle', {'class': 'target', cx: px(target[0]), cy: py(target[1]), r: 9});
+  label(px(target[0]) + 12, py(target[1]) - 10, 'target ' + listText(target) + ' = two heads');
+  var moving = shape('circle', {'class': 'moving', r: 7});
+  var slider = document.getElementById('row-a'), output = document.getElementById('row-a-output');
+  function moveRow() {
+    var step = Number(slider.value), point = singleRow.segment[step], a = singleRow.a_steps[step];
+    moving.setAttribute('cx', px(point[0])); moving.setAttribute('cy', py(point[1]));
+    moving.dataset.a = a; moving.dataset.x = point[0]; moving.dataset.y = point[1];
+    output.textContent = 'a = ' + a.toFixed(2) + ': one row gives ' + listText(point) + '; the target ' +
+      listText(target) + ' needs a = ' + singleRow.a_needed.map(shortNumber).join(' for coordinate 0 and a = ') +
+      ' for coordinate 1';
+  }
+  slider.addEventListener('input', moveRow);
+  moveRow();
+
   forget.addEventListener('change', draw);
   draw();
+  select('x', 4);  // the lesson follows the number 4 through the steps
 })();
 )JS";
 
@@ -214,6 +306,7 @@ nlohmann::json split_merge_tables(const SplitMerge& split_merge) {
     return {
         {"n_heads", split_merge.split.dim(1)},
         {"x", table_json(split_merge.x, x_shape)},
+        {"features", table_json(split_merge.features, x_shape)},
         {"split", table_json(split_merge.split, x_shape)},
         {"merged", table_json(split_merge.merged, x_shape)},
         {"wrong", table_json(split_merge.wrong, x_shape)},
@@ -224,12 +317,23 @@ nlohmann::json split_merge_tables(const SplitMerge& split_merge) {
     };
 }
 
+nlohmann::json single_row_table(const SingleRowLimit& limit) {
+    return {{"a_steps", limit.a_steps},       {"segment", limit.segment},   {"target", limit.target},
+            {"a_needed", limit.a_needed},     {"closest", limit.closest},   {"distance", limit.distance},
+            {"head_weights", limit.head_weights},
+            {"two_heads", {{"shape", limit.two_heads.shape()}, {"values", limit.two_heads.to_vector()}}}};
+}
+
+// JSON to embed in a <script>: "</" could end the element early; JSON reads "<\/" as the same "</".
+static std::string script_safe(std::string json) {
+    for (size_t at = json.find("</"); at != std::string::npos; at = json.find("</", at + 3)) json.replace(at, 2, "<\\/");
+    return json;
+}
+
 std::string split_merge_html() {
     const SplitMerge split_merge = split_merge_example();
-    std::string tables = split_merge_tables(split_merge).dump();
-    // Inside <script>, "</" could end the element early; JSON reads "<\/" as the same "</".
-    for (size_t at = tables.find("</"); at != std::string::npos; at = tables.find("</", at + 3))
-        tables.replace(at, 2, "<\\/");
+    const SingleRowLimit limit = single_row_limit();
+    const std::string tables = script_safe(split_merge_tables(split_merge).dump());
     const std::string heads = std::to_string(split_merge.split.dim(1));
     const std::string d = std::to_string(split_merge.split.dim(3));
 
@@ -237,6 +341,16 @@ std::string split_merge_html() {
                        "<title>split_heads and merge_heads: where does each number go?</title>\n"
                        "<style>" + std::string(kStyle) + "</style>\n</head>\n<body>\n";
     html += "<main id=\"demo\" data-forget-transpose=\"false\" data-selected=\"\">\n";
+    html += "<section id=\"single-row\"><h1>Why more than one head?</h1>\n"
+            "<p>Two positions hold the values V = [1, 0] and [0, 2]. One row of attention weights [a, 1&minus;a] "
+            "(a from 0 to 1) gives [a, 2(1&minus;a)]: the blue segment. The target [0.8, 1.6] (red ring) is off it: "
+            "its first coordinate needs a = 0.8, its second a = 0.2. Two heads, each reading one coordinate with "
+            "a row of its own (set by hand: [0.8, 0.2] and [0.2, 0.8]), reach it exactly (green). "
+            "The numbers are the engine's.</p>\n"
+            "<svg id=\"single-row-plot\" width=\"400\" height=\"300\" viewBox=\"0 0 400 300\" role=\"img\" "
+            "aria-label=\"the segment one row of weights reaches, and the target off it\"></svg>\n"
+            "<p><label>a <input type=\"range\" id=\"row-a\" min=\"0\" max=\"100\" value=\"50\"></label>"
+            "<span id=\"row-a-output\"></span></p></section>\n";
     html += "<h1>split_heads and merge_heads: where does each number go?</h1>\n";
     html += "<p>X = <code>arange(12)</code> as [B=1, T=3, D=4]: position t holds features 4t .. 4t+3. "
             "<code>split_heads(X, " + heads + ")</code> gives each of the " + heads + " heads its own " + d +
@@ -253,12 +367,16 @@ std::string split_merge_html() {
     html += "<div class=\"stages\">\n"
             "<section class=\"stage\" id=\"stage-x\"><h2>X: [B,T,D] = " + shape_str(split_merge.x.shape()) +
             "</h2><div id=\"grid-x\"></div></section>\n"
+            "<section class=\"stage\" id=\"stage-features\"><h2>reshape(X, [1,3,2,2]), the feature axis split: "
+            "[B,T,H,d]</h2><div id=\"grid-features\"></div></section>\n"
             "<section class=\"stage\" id=\"stage-split\"><h2 id=\"split-title\"></h2><div id=\"grid-split\"></div></section>\n"
             "<section class=\"stage\" id=\"stage-merged\"><h2 id=\"merged-title\"></h2><div id=\"grid-merged\"></div>"
             "<p id=\"merged-check\"></p></section>\n</div>\n";
     html += "<p id=\"where\"></p>\n</main>\n";
     html += "<noscript><p>This demo draws its grids with JavaScript; the tables are in the page's source.</p></noscript>\n";
     html += "<script id=\"lesson-tables\" type=\"application/json\">" + tables + "</script>\n";
+    html += "<script id=\"single-row-table\" type=\"application/json\">" +
+            script_safe(single_row_table(limit).dump()) + "</script>\n";
     html += "<script>" + std::string(kScript) + "</script>\n</body>\n</html>\n";
     return html;
 }

@@ -51,13 +51,17 @@ struct SingleRowLimit {
     double distance = 0;
     std::vector<std::vector<double>> head_weights;  // [0.8, 0.2] and [0.2, 0.8], set by hand
     Tensor two_heads;                   // [1,1,2] = merge_heads(head weights @ split_heads(V, 2))
+    // The segment drawn: the output of one row [a, 1-a] for a = 0, 0.01, ..., 1 (101 points).
+    std::vector<double> a_steps;
+    std::vector<std::vector<double>> segment;
 };
 SingleRowLimit single_row_limit();
 
 // 2. Splitting X into 2 heads and merging them back, and the split with the transpose forgotten.
 struct SplitMerge {
     Tensor x;             // [1,3,4] = arange(12)
-    Tensor split;         // [1,2,3,2] = split_heads(x, 2)
+    Tensor features;      // [1,3,2,2] = reshape(x, [B,T,H,d]): the feature axis split, before the transpose
+    Tensor split;         // [1,2,3,2] = split_heads(x, 2) = transpose(features, 1, 2)
     Tensor merged;        // [1,3,4] = merge_heads(split)
     Tensor wrong;         // [1,2,3,2] = reshape(x, [1,2,3,2]): the same shape, no transpose
     Tensor wrong_merged;  // [1,3,4] = merge_heads(wrong): not x
