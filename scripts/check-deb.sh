@@ -4,7 +4,8 @@
 # - its Depends: names the Debian package of every shared library the binary links, found
 #   independently here (objdump's NEEDED entries, resolved with ldconfig, owned per dpkg -S);
 # - its files: the binary, the man page (rendered by man without a warning), the bash and zsh
-#   completions and the lesson's configs and corpus under /usr/share/tinyformer;
+#   completions, the lesson's configs and corpus under /usr/share/tinyformer, and the licence
+#   (LICENSE and Debian's copyright file, naming the licence --version states);
 # - the binary is portable (built without -march=native) and names no path of the build machine.
 set -uo pipefail
 deb=${1:?usage: scripts/check-deb.sh FILE.deb}
@@ -42,12 +43,21 @@ done
 for file in usr/share/man/man1/tinyformer.1.gz usr/share/bash-completion/completions/tinyformer \
             usr/share/zsh/vendor-completions/_tinyformer usr/share/tinyformer/configs/lesson12.toml \
             usr/share/tinyformer/corpus/lesson_train.txt usr/share/tinyformer/corpus/lesson_val.txt \
-            usr/share/tinyformer/corpus/lesson_probes.tsv; do
+            usr/share/tinyformer/corpus/lesson_probes.tsv usr/share/doc/tinyformer/copyright \
+            usr/share/doc/tinyformer/LICENSE; do
   [[ -s "$tree/$file" ]] && pass "/$file" || fail "no /$file in the package"
 done
 if [[ -s "$tree/usr/share/man/man1/tinyformer.1.gz" ]]; then
   warnings=$(LANG=C.UTF-8 MANWIDTH=80 man --warnings -l "$tree/usr/share/man/man1/tinyformer.1.gz" 2>&1 >/dev/null)
   [[ -z "$warnings" ]] && pass "the man page renders without warnings" || fail "man warns: $warnings"
+fi
+# Debian's copyright file names the licence the binary states, and carries its text.
+copyright="$tree/usr/share/doc/tinyformer/copyright"
+if [[ -s "$copyright" ]]; then
+  spdx=$("$binary" --version 2>/dev/null | sed -n 's/^licence: \([^ ]*\) .*/\1/p')
+  [[ -n "$spdx" ]] && grep -qx "License: $spdx" "$copyright" && grep -q "^ Permission is hereby granted" "$copyright" \
+    && pass "copyright: License: $spdx, with its text, as --version says" \
+    || fail "copyright does not carry the licence --version names ('$spdx')"
 fi
 # -march=native would let the compiler use this CPU's instructions anywhere in the binary.
 version=$("$binary" --version 2>&1)

@@ -32,6 +32,7 @@ std::string compiler_name() {
 BuildInfo build_info() {
     BuildInfo info;
     info.version = TINYFORMER_VERSION;
+    info.license = TINYFORMER_LICENSE;
     info.git = TINYFORMER_GIT_DESCRIBE;
     info.compiler = compiler_name();
     info.build = TINYFORMER_BUILD;
@@ -67,12 +68,13 @@ std::string version_text() {
            cpu_line +                                                                              //
            "oneDNN " + info.onednn + ", dispatching to " + info.onednn_isa + " on this CPU\n" +       //
            "own kernels (Highway) on " + info.kernels + ", of " + info.kernels_here +
-           " on this CPU (TINYFORMER_ISA chooses)\n";
+           " on this CPU (TINYFORMER_ISA chooses)\n" +  //
+           "licence: " + info.license + " (SPDX identifier; the text: LICENSE)\n";
 }
 
 nlohmann::json build_info_json() {
     const BuildInfo info = build_info();
-    return {{"version", info.version},     {"git", info.git},    {"compiler", info.compiler},
+    return {{"version", info.version},     {"git", info.git},    {"license", info.license}, {"compiler", info.compiler},
             {"build", info.build},         {"built_for", info.built_for}, {"cpu", info.cpu},
             {"onednn", info.onednn},       {"onednn_isa", info.onednn_isa}, {"kernels", info.kernels}};
 }

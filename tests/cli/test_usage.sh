@@ -24,6 +24,12 @@ expect_in "$version" "dispatching to AVX" "--version names the instruction set o
 # ONEDNN_MAX_CPU_ISA lowers it, and --version must show what is in effect, not what the CPU has.
 isa_avx2=$(ONEDNN_MAX_CPU_ISA=AVX2 "$tf" --version)
 expect_in "$isa_avx2" "dispatching to AVX2 " "--version shows the ISA in effect under ONEDNN_MAX_CPU_ISA=AVX2"
+# The licence: the SPDX identifier CMakeLists.txt sets, which LICENSE's first line names.
+spdx=$(sed -n 's/^set(TINYFORMER_LICENSE \([A-Za-z0-9.-]*\)).*/\1/p' "$src/CMakeLists.txt")
+license_title=$(head -1 "$src/LICENSE")
+[[ -n "$spdx" && "$license_title" == "$spdx License" ]] && pass "LICENSE is the $spdx licence CMakeLists.txt names" \
+  || fail "LICENSE's first line '$license_title' does not name CMakeLists.txt's licence '$spdx'"
+expect_in "$version" "licence: $spdx (SPDX identifier" "--version names the licence, $spdx"
 # The compiler that built it, as CMake found it (GCC for Release, clang for the ASan suite).
 cxx=${TINYFORMER_CXX:?set TINYFORMER_CXX to the compiler of the build}
 case "${TINYFORMER_CXX_ID:-}" in
@@ -96,6 +102,7 @@ if "$tf" train --config "$scratch/tiny.toml" --out "$scratch/run" >/dev/null 2>&
   [[ -n "${commit:-}" ]] && expect_in "$made_by" "\"git\":\"$commit" "summary.json's made_by has the commit"
   expect_in "$made_by" "\"onednn\":\"$dnnl_header\"" "summary.json's made_by has oneDNN's version"
   expect_in "$made_by" "\"kernels\":\"$kernel_target\"" "summary.json's made_by has the kernels' target, $kernel_target"
+  expect_in "$made_by" "\"license\":\"$spdx\"" "summary.json's made_by has the licence"
   expect_in "$made_by" "\"cpu\":\"$(describe_sets "${cpu[@]}" | tr -d ' ')\"" "summary.json's made_by has this CPU's instruction sets"
   # safetensors: 8 bytes of header length (little-endian), then the JSON header with __metadata__.
   header_length=$(od -An -t u8 -N 8 "$scratch/run/model.safetensors" | tr -d ' ')

@@ -12,6 +12,7 @@ namespace tinyformer {
 
 struct BuildInfo {
     std::string version;       // the CMake project's version, "0.1.0"
+    std::string license;       // its licence as an SPDX identifier, "MIT" (the file LICENSE)
     std::string git;           // `git describe` of the source at build time; "" if not a clone
     std::string compiler;      // "GCC 12.2.0"
     std::string build;         // "Release, -march=native" (the optimisation and CPU target)
@@ -31,7 +32,7 @@ std::string version_string();
 // The text `tinyformer --version` prints: the version on the first line, as help2man and
 // bug reports expect, then the compiler and what it compiled for, this CPU, and oneDNN.
 std::string version_text();
-// {"version", "git", "compiler", "build", "built_for", "cpu", "onednn", "onednn_isa", "kernels"}.
+// {"version", "git", "license", "compiler", "build", "built_for", "cpu", "onednn", "onednn_isa", "kernels"}.
 nlohmann::json build_info_json();
 
 }  // namespace tinyformer
