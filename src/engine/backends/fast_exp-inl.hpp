@@ -50,7 +50,10 @@ HWY_INLINE V FastExp(D d, V x) {
     p = hn::MulAdd(p, r, hn::Set(d, c1));
     p = hn::Add(hn::MulAdd(hn::Mul(p, r), r, r), hn::Set(d, 1.0f));  // p·r² + r + 1
     const hn::RebindToSigned<D> di;
-    const auto exponent_bits = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, n), hn::Set(di, 127)));  // 2^n
+    // A NaN lane's n is taken as 0 for the conversion to an integer, which a NaN would make
+    // undefined (UBSan caught it in the emulated target); its p is NaN already.
+    const V whole_n = hn::IfThenZeroElse(hn::IsNaN(n), n);
+    const auto exponent_bits = hn::ShiftLeft<23>(hn::Add(hn::ConvertTo(di, whole_n), hn::Set(di, 127)));  // 2^n
     return hn::Mul(p, hn::BitCast(d, exponent_bits));
 }
 
