@@ -64,15 +64,6 @@ std::string head_weights_svg(const HeadCircuits& head, const CircuitScales& scal
 
 namespace {
 
-// 26245129 → "26,245,129"
-std::string with_commas(int64_t n) {
-    std::string digits = std::to_string(n), out;
-    for (size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
-    return out;
-}
 
 // The whole circuit [V,V], rows and columns in the groups' order.
 SvgPanel whole_circuit_panel(const HeadCircuits& head, bool qk, const Vocabulary& vocab, const VocabularyGroups& groups,

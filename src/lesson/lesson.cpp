@@ -6,6 +6,7 @@
 
 #include "tinyformer/engine/ops.hpp"
 #include "tinyformer/engine/torch_rng.hpp"
+#include "tinyformer/support/plot.hpp"
 
 namespace tinyformer {
 
@@ -322,17 +323,6 @@ CheckAnswers check_answers() {
     return answers;
 }
 
-// 16384 → "16,384"
-static std::string with_thousands_commas(int64_t n) {
-    const std::string digits = std::to_string(n);
-    std::string text;
-    for (size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
-        text += digits[i];
-    }
-    return text;
-}
-
 static std::vector<CheckQuestion> check_questions(const CheckAnswers& answers) {
     const bool same_shape = answers.correct_shape == answers.wrong_shape;
     return {
@@ -340,7 +330,7 @@ static std::vector<CheckQuestion> check_questions(const CheckAnswers& answers) {
          "what is each head's width and the four projections' parameter count?",
          shape_str(answers.one_head_shape) + "; head 0, position 1 holds " + integers_text(answers.one_head_row) +
              " (one head keeps all 4 features). At D=64, H=2: d = " + std::to_string(answers.full_head_width) +
-             ", and 4 D^2 = " + with_thousands_commas(answers.full_parameters) + " parameters."},
+             ", and 4 D^2 = " + with_commas(answers.full_parameters) + " parameters."},
         {"X[0] = [[0,1,2,3],[4,5,6,7]] into 2 heads: without transpose(1, 2) the shape is still [1,2,2,2]. "
          "Does that prove the split right? What do both hold at head 0, position 1?",
          std::string(same_shape ? "No" : "The shapes differ") + ": both are " + shape_str(answers.correct_shape) +

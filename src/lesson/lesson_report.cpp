@@ -18,16 +18,6 @@ std::string column(double value, int width, int digits = 0) {
     return buffer;
 }
 
-// 16384 → "16,384"
-std::string with_commas(int64_t n) {
-    std::string digits = std::to_string(n), text;
-    for (size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
-        text += digits[i];
-    }
-    return text;
-}
-
 std::string padded(const std::string& text, size_t width) {
     return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
 }

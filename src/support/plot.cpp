@@ -107,4 +107,15 @@ std::string fixed(double value, int digits) {
 
 std::string percent(double share, int digits) { return fixed(100 * share, digits) + " %"; }
 
+std::string with_commas(int64_t n) {
+    const std::string digits = std::to_string(n);
+    const size_t sign = n < 0 ? 1 : 0;  // "-1234" → "-1,234"
+    std::string text = digits.substr(0, sign);
+    for (size_t i = sign; i < digits.size(); ++i) {
+        if (i > sign && (digits.size() - i) % 3 == 0) text += ',';
+        text += digits[i];
+    }
+    return text;
+}
+
 }  // namespace tinyformer

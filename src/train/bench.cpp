@@ -19,6 +19,7 @@
 #include "tinyformer/engine/rng.hpp"
 #include "tinyformer/model/sampler.hpp"
 #include "tinyformer/support/errors.hpp"
+#include "tinyformer/support/plot.hpp"
 #include "tinyformer/support/progress.hpp"
 #include "tinyformer/train/optim.hpp"
 
@@ -208,14 +209,7 @@ int64_t vocab_size_for(const RunConfig& config, int64_t vocab_option) {
     return load_corpus(data).vocab.size();
 }
 
-std::string thousands(double value) {  // 123456.7 → "123,457"
-    std::string digits = std::to_string(static_cast<long long>(value + 0.5)), out;
-    for (size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
-    return out;
-}
+std::string thousands(double value) { return with_commas(static_cast<int64_t>(value + 0.5)); }  // 123456.7 → "123,457"
 
 // Per step: each kernel's calls and milliseconds, slowest first, then what lies outside the
 // kernels (building the graph, allocating, autograd's own walk).

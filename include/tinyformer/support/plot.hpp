@@ -1,6 +1,7 @@
 // A minimal SVG line chart (the run's loss curves): no dependencies, a self-contained file.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -28,5 +29,7 @@ std::string svg_number(double value);
 std::string fixed(double value, int digits = 2);
 // share (0.25) as a percentage with `digits` decimals: "25 %".
 std::string percent(double share, int digits = 0);
+// A whole number with a comma between thousands: 26245129 → "26,245,129".
+std::string with_commas(int64_t n);
 
 }  // namespace tinyformer
