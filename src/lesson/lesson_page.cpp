@@ -161,20 +161,26 @@ const char* kScript = R"JS(
     container.appendChild(makeGrid(tensor, table, 0, table.shape[1], table.shape[2], ['b', 't', 'i'], 'i'));
   }
 
-  function drawHeads(container, table) {  // [B=1,H,T,d]: a grid per head
-    var H = table.shape[1], T = table.shape[2], d = table.shape[3];
-    container.textContent = '';
-    var heads = document.createElement('div');
-    heads.className = 'heads';
-    for (var h = 0; h < H; h++) {
-      var head = document.createElement('div'), title = document.createElement('h3');
-      head.className = 'head'; head.dataset.h = h;
-      title.textContent = 'head ' + h;
-      head.appendChild(title);
-      head.appendChild(makeGrid('split', table, h * T * d, T, d, ['b', 'h', 't', 'j'], 'j'));
-      heads.appendChild(head);
+  // A 4-axis table [B=1, blocks, rows, columns] as one titled grid per block: the heads of
+  // [B,H,T,d] (rows: positions) or the positions of [B,T,H,d] (rows: heads).
+  function drawBlocks(container, tensor, table, kind, names) {
+    var blocks = table.shape[1], rows = table.shape[2], columns = table.shape[3];
+    var row = document.createElement('div');
+    row.className = kind + 's';
+    for (var k = 0; k < blocks; k++) {
+      var block = document.createElement('div'), title = document.createElement('h3');
+      block.className = kind; block.dataset[names[1]] = k;
+      title.textContent = kind + ' ' + k;
+      block.appendChild(title);
+      block.appendChild(makeGrid(tensor, table, k * rows * columns, rows, columns, names, 'j', names[2]));
+      row.appendChild(block);
     }
-    container.appendChild(heads);
+    container.appendChild(row);
+  }
+
+  function drawHeads(container, table) {  // [B=1,H,T,d]: a grid per head
+    container.textContent = '';
+    drawBlocks(container, 'split', table, 'head', ['b', 'h', 't', 'j']);
   }
 
   function drawFeatures(container) {  // [B=1,T,H,d]: a grid per position (rows: heads)
@@ -186,18 +192,7 @@ const char* kScript = R"JS(
       container.appendChild(note);
       return;
     }
-    var table = tables.features, T = table.shape[1], H = table.shape[2], d = table.shape[3];
-    var positions = document.createElement('div');
-    positions.className = 'positions';
-    for (var t = 0; t < T; t++) {
-      var position = document.createElement('div'), title = document.createElement('h3');
-      position.className = 'position'; position.dataset.t = t;
-      title.textContent = 'position ' + t;
-      position.appendChild(title);
-      position.appendChild(makeGrid('features', table, t * H * d, H, d, ['b', 't', 'h', 'j'], 'j', 'h'));
-      positions.appendChild(position);
-    }
-    container.appendChild(positions);
+    drawBlocks(container, 'features', tables.features, 'position', ['b', 't', 'h', 'j']);
   }
 
   // Where element `value` of X sits in a table, as "name=index, ...".
