@@ -61,7 +61,7 @@ if [[ -s "$copyright" ]]; then
 fi
 # -march=native would let the compiler use this CPU's instructions anywhere in the binary.
 version=$("$binary" --version 2>&1)
-[[ "$version" == *"portable"* ]] && pass "built portable: $(tail -1 <<<"$version")" \
+[[ "$version" == *"portable"* ]] && pass "built portable: $(grep -m1 "^built with" <<<"$version"); $(grep -m1 "^own kernels" <<<"$version")" \
   || fail "the packaged binary is not a portable build: $version"
 build_paths=$(strings "$binary" | grep -c -F "$(cd "$(dirname "$0")/.." && pwd)" || true)
 [[ $build_paths -eq 0 ]] && pass "the binary names no path of the source tree" \
