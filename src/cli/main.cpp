@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
             return text;
         },
         "Print the version, the instruction sets oneDNN and the own kernels use, and the compiler.");
-    app.footer("Exit codes: 0 success, 1 runtime failure, 2 usage/config/input error, 130 interrupted.");
+    app.footer("Exit codes: 0 success, 1 runtime failure, 2 usage/config/input error, 130 interrupted.\n"
+               "Environment: TINYFORMER_ISA=avx2 (or sse4, avx512, ...) runs the own kernels on that instruction\n"
+               "set instead of the best this CPU has.");
     std::vector<Runner> runners = {add_train(app), add_sample(app), add_eval(app), add_grads(app), add_gradcheck(app),
                                    add_bench(app), add_inspect(app), add_serve(app), add_lesson(app),
                                    add_prepare(app), add_sweep(app), add_completion(app)};
