@@ -1,4 +1,4 @@
-// The model's forward pass (../shared/docs/model-contract.md) for one story, in float64,
+// The model's forward pass (docs/model.md) for one story, in float64,
 // head by head, so that activation patching can replace one head's output and path patching
 // one head's queries, keys or values. Slow and plain on purpose: every line is the formula.
 #include <algorithm>

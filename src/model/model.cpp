@@ -1,4 +1,4 @@
-// The model, written as the lesson writes it. The math is in ../shared/docs/model-contract.md.
+// The model, written as the lesson writes it. The math is in docs/model.md.
 #include "tinyformer/model/model.hpp"
 
 #include <cmath>

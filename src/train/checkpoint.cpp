@@ -1,6 +1,6 @@
 // A model checkpoint: one safetensors file that is enough to rebuild the model — its
 // weights under the contract's names, and in __metadata__ everything else (format, run
-// config, vocabulary, step). See ../shared/docs/model-contract.md.
+// config, vocabulary, step). See docs/model.md.
 #include <algorithm>
 #include <charconv>
 #include <cmath>

@@ -1,4 +1,4 @@
-// The lesson's transformer: a pre-norm decoder, exactly ../shared/docs/model-contract.md.
+// The lesson's transformer: a pre-norm decoder, exactly as docs/model.md writes it.
 #pragma once
 
 #include <cstdint>

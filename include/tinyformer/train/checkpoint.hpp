@@ -1,5 +1,5 @@
 // Checkpoints: safetensors files (engine/safetensors.hpp), exactly as
-// ../shared/docs/model-contract.md says, written atomically and read with every field
+// docs/model.md says, written atomically and read with every field
 // validated before anything is allocated.
 #pragma once
 
