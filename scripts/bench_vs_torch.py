@@ -22,7 +22,7 @@ the root. Before timing, the bench checks that PyTorch's products run on OpenBLA
 (not the reference BLAS) and that the fused attention's loss and gradients equal the naive
 one's to float tolerance.
 
-Variants: naive is torch_model.py's attention (q kᵀ, mask, softmax, v); sdpa is
+Variants: naive is torch_reference.py's attention (q kᵀ, mask, softmax, v); sdpa is
 F.scaled_dot_product_attention(is_causal=True); +compile runs the model under torch.compile.
 
 With --precision bf16, tinyformer trains with train.precision = "bf16" and every PyTorch
@@ -31,11 +31,11 @@ variant runs its forward under torch.autocast("cpu", dtype=torch.bfloat16).
 import argparse, json, os, shutil, statistics, subprocess, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REFERENCE = os.path.join(ROOT, "..", "shared", "reference")
+REFERENCE = os.path.join(ROOT, "scripts", "torch_reference.py")
 VARIANTS = os.path.join(ROOT, "scripts", "torch_variants.py")
 ALL_VARIANTS = ["naive", "sdpa", "naive+compile", "sdpa+compile"]
 
-# name: (tinyformer bench arguments, torch_model.py bench arguments)
+# name: (tinyformer bench arguments, torch_reference.py bench arguments)
 WORKLOADS = {
     "lesson_b32": (["--config", "configs/lesson12.toml", "--set", "train.batch_size=32", "--set", "model.context=64"],
                    ["--batch", "32", "--context", "64"]),
@@ -68,18 +68,18 @@ class Torch:
             if made.returncode != 0:
                 sys.exit(f"bench_vs_torch: no PyTorch root: {made.stderr.strip()}")
             self.root = made.stdout.strip().splitlines()[-1]
-            # torch_model.py and the variants, copied into the root for each run of this script
+            # torch_reference.py and the variants, copied into the root for each run of this script
             self.inside = "/opt/tinyformer-bench"
             os.makedirs(self.root + self.inside, exist_ok=True)
-            shutil.copy(os.path.join(REFERENCE, "torch_model.py"), self.root + self.inside)
+            shutil.copy(REFERENCE, self.root + self.inside)
             shutil.copy(VARIANTS, self.root + self.inside)
         self.where = where
 
     def command(self, *args):
         if self.root is None:
-            return ["/usr/bin/python3", VARIANTS, REFERENCE] + list(args)
+            return ["/usr/bin/python3", VARIANTS] + list(args)
         return ["chroot", self.root, "/usr/bin/env", "-i", "HOME=/root", "LANG=C.UTF-8", "PATH=/usr/bin:/bin",
-                "/usr/bin/python3", self.inside + "/torch_variants.py", self.inside] + list(args)
+                "/usr/bin/python3", self.inside + "/torch_variants.py"] + list(args)
 
     def has_compiler(self):
         return os.path.exists((self.root or "") + "/usr/bin/g++")

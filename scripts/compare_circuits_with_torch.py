@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check tinyformer inspect's circuits.json against PyTorch (../shared/reference/torch_model.py).
+"""Check tinyformer inspect's circuits.json against PyTorch (scripts/torch_reference.py).
 
 A developer's tool, not part of the test suite (the tests must not need PyTorch). Needs
 Debian's PyTorch: apt-get install -y python3-torch libopenblas0-openmp; run with /usr/bin/python3.
@@ -36,13 +36,13 @@ import argparse, importlib.util, json, math, os, re, subprocess, sys, tempfile
 import torch
 
 here = os.path.dirname(os.path.abspath(__file__))
-reference_path = os.path.join(here, "..", "..", "shared", "reference", "torch_model.py")
+reference_path = os.path.join(here, "torch_reference.py")
 TOLERANCE = 1e-4
 FRACTION_TOLERANCE = 1e-3
 
 
 def load_reference():
-    spec = importlib.util.spec_from_file_location("torch_model", reference_path)
+    spec = importlib.util.spec_from_file_location("torch_reference", reference_path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
-"""Compare a tinyformer checkpoint with the PyTorch reference (../shared/reference/torch_model.py).
+"""Compare a tinyformer checkpoint with the PyTorch reference (scripts/torch_reference.py).
 
 A developer's tool, not part of the test suite (the tests must not need PyTorch). Needs
 Debian's PyTorch: apt-get install -y python3-torch libopenblas0-openmp; run with /usr/bin/python3.
 
   scripts/compare_with_torch.py CHECKPOINT TEXT [--tinyformer build/tinyformer]
 
-Prints both engines' loss on TEXT (windows as torch_model.py eval cuts them) and, on TEXT's
+Prints both engines' loss on TEXT (windows as torch_reference.py eval cuts them) and, on TEXT's
 first window, both losses and the worst relative gradient difference over every parameter.
 """
 import argparse, json, os, struct, subprocess, sys, tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
-reference = os.path.join(here, "..", "..", "shared", "reference", "torch_model.py")
+reference = os.path.join(here, "torch_reference.py")
 
 
 def read_safetensors(path):

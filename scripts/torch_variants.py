@@ -1,15 +1,15 @@
 #!/usr/bin/python3
 """The PyTorch reference's bench, run in one of PyTorch's ways of computing the same model.
 
-  torch_variants.py REFERENCE_DIR info
-  torch_variants.py REFERENCE_DIR check-sdpa
-  torch_variants.py REFERENCE_DIR bench [--attention naive|sdpa] [--compile] [--autocast] [torch_model.py bench options]
+  torch_variants.py info
+  torch_variants.py check-sdpa
+  torch_variants.py bench [--attention naive|sdpa] [--compile] [--autocast] [torch_reference.py bench options]
 
-REFERENCE_DIR holds torch_model.py, the model contract's PyTorch implementation; it is
+torch_reference.py, the PyTorch implementation of docs/model.md, sits beside this file; it is
 imported unchanged and patched here, so that every variant is the same model and the same
 training step (forward, cross-entropy, backward, gradient clipping to norm 1.0, AdamW):
 
-  --attention naive  torch_model.py's own attention: q kᵀ, a causal mask, softmax, then v
+  --attention naive  torch_reference.py's own attention: q kᵀ, a causal mask, softmax, then v
   --attention sdpa   F.scaled_dot_product_attention(q, k, v, is_causal=True), PyTorch 2's
                      fused attention (on CPU, its flash-attention kernel)
   --compile          the model under torch.compile (Inductor: generated C++ kernels; needs
@@ -26,26 +26,17 @@ machine's PyTorch or a Debian 13 root's (scripts/lib/torch-root.sh).
 """
 import json, sys
 
-sys.path.insert(0, sys.argv[1])
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-import torch_model  # noqa: E402
+import torch
+import torch.nn.functional as F
 
-naive_attention = torch_model.Attention.forward
+import torch_reference  # beside this file, which Python puts first on sys.path
+
+naive_attention = torch_reference.Attention.attend
 
 
-def sdpa_attention(self, x, rope, keep=None):
-    """torch_model.Attention.forward with the scores, mask, softmax and mix in one fused call."""
-    if keep is not None:
-        raise ValueError("the fused attention keeps no attention weights")
-    B, T, D = x.shape
-    H, d = self.H, D // self.H
-    split = lambda t: t.view(B, T, H, d).transpose(1, 2)  # noqa: E731
-    q, k, v = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
-    if rope is not None:
-        q, k = torch_model.rotate(q, rope), torch_model.rotate(k, rope)
-    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # scale 1/sqrt(d), as the naive one
-    return self.out_proj(y.transpose(1, 2).reshape(B, T, D))
+def sdpa_attention(self, q, k, v):
+    """torch_reference.Attention.attend as one fused call: scores, mask, softmax and mix."""
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)  # scale 1/sqrt(d), as the naive one
 
 
 class ClippedAdamW(torch.optim.AdamW):
@@ -74,7 +65,7 @@ def info():
 def check_sdpa():
     """One batch's loss and every gradient, naive and fused, from the same weights."""
     torch.manual_seed(0)
-    model = torch_model.Model(79, 64, 2, 2, 64)
+    model = torch_reference.Model(79, 64, 2, 2, 64)
     batch = torch.randint(0, 79, (8, 65))
 
     def loss_and_grads():
@@ -83,9 +74,9 @@ def check_sdpa():
         loss.backward()
         return loss.item(), [p.grad.clone() for p in model.parameters()]
 
-    torch_model.Attention.forward = naive_attention
+    torch_reference.Attention.attend = naive_attention
     naive_loss, naive_grads = loss_and_grads()
-    torch_model.Attention.forward = sdpa_attention
+    torch_reference.Attention.attend = sdpa_attention
     sdpa_loss, sdpa_grads = loss_and_grads()
     worst = max((a - b).abs().max().item() / max(a.abs().max().item(), 1e-30) for a, b in zip(naive_grads, sdpa_grads))
     print(json.dumps({"loss_naive": naive_loss, "loss_sdpa": sdpa_loss, "loss_difference": abs(naive_loss - sdpa_loss),
@@ -109,29 +100,29 @@ def bench(args):
             rest.append(arg)
     if attention not in ("naive", "sdpa"):
         sys.exit(f"torch_variants.py: --attention {attention}, expected naive or sdpa")
-    torch_model.Attention.forward = sdpa_attention if attention == "sdpa" else naive_attention
+    torch_reference.Attention.attend = sdpa_attention if attention == "sdpa" else naive_attention
     if autocast:
-        forward = torch_model.Model.forward
+        forward = torch_reference.Model.forward
 
         def autocast_forward(self, *a, **k):
             with torch.autocast("cpu", dtype=torch.bfloat16):
                 return forward(self, *a, **k)
 
-        torch_model.Model.forward = autocast_forward
+        torch_reference.Model.forward = autocast_forward
     if compiled:
-        model_class = torch_model.Model
-        torch_model.Model = lambda *a, **k: torch.compile(model_class(*a, **k))
-    sys.argv = ["torch_model.py", "bench"] + rest
-    torch_model.main()
+        model_class = torch_reference.Model
+        torch_reference.Model = lambda *a, **k: torch.compile(model_class(*a, **k))
+    sys.argv = ["torch_reference.py", "bench"] + rest
+    torch_reference.main()
 
 
 if __name__ == "__main__":
-    command = sys.argv[2] if len(sys.argv) > 2 else ""
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command == "info":
         info()
     elif command == "check-sdpa":
         check_sdpa()
     elif command == "bench":
-        bench(sys.argv[3:])
+        bench(sys.argv[2:])
     else:
         sys.exit(__doc__)

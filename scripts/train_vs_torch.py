@@ -7,8 +7,8 @@ Debian's PyTorch: apt-get install -y python3-torch libopenblas0-openmp; run with
   scripts/train_vs_torch.py CONFIG TEXT [--steps N] [--set K=V]... [--tinyformer build/tinyformer]
 
 tinyformer trains CONFIG on TEXT with train.rng = "torch", so that it draws its initial
-weights and its batches as torch_model.py train does with the same seed. This script then
-runs torch_model.py's own training loop (its Model, its AdamW groups, its schedule and
+weights and its batches as torch_reference.py train does with the same seed. This script then
+runs torch_reference.py's own training loop (its Model, its AdamW groups, its schedule and
 clipping, the same settings read from tinyformer's resolved config) while recording every
 step's loss, and prints:
   - each step's two losses (the first 10, then every tenth) and the largest difference (step
@@ -16,14 +16,13 @@ step's loss, and prints:
   - both final weights' largest relative difference and both validation losses.
 Both engines run with the config's thread count (train.threads, 0 = 2 here).
 """
-import argparse, importlib.util, json, math, os, subprocess, sys, tempfile, time, tomllib
+import argparse, importlib.util, json, os, subprocess, sys, tempfile, time, tomllib
 
 here = os.path.dirname(os.path.abspath(__file__))
-reference_path = os.path.join(here, "..", "..", "shared", "reference", "torch_model.py")
-spec = importlib.util.spec_from_file_location("torch_model", reference_path)
+reference_path = os.path.join(here, "torch_reference.py")
+spec = importlib.util.spec_from_file_location("torch_reference", reference_path)
 ref = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ref)
-torch = ref.torch
 
 
 def train_tinyformer(exe, config, text, overrides, out):
@@ -43,50 +42,10 @@ def train_tinyformer(exe, config, text, overrides, out):
 
 
 def train_torch(c, text_path):
-    """torch_model.py's cmd_train, with each step's loss recorded (the same statements)."""
-    torch.set_num_threads(c["threads"])
-    torch.manual_seed(c["seed"])
-    text = open(text_path, encoding="utf-8").read()
-    vocab = sorted(set(text))
-    stoi = {ch: i for i, ch in enumerate(vocab)}
-    ids = torch.tensor([stoi[ch] for ch in text])
-    n = int((1 - c["val_fraction"]) * len(ids))
-    train, val = ids[:n], ids[n:]
-    T, B = c["context"], c["batch"]
-    m = ref.Model(len(vocab), c["d_model"], c["n_heads"], c["n_layers"], T, c["positions"])
-    decay = [p for p in m.parameters() if p.dim() >= 2]
-    rest = [p for p in m.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": c["weight_decay"]},
-                             {"params": rest, "weight_decay": 0.0}], lr=c["lr"], betas=(c["beta1"], c["beta2"]),
-                            eps=c["eps"])
-
-    def lr_at(it):
-        if it < c["warmup"]:
-            return c["lr"] * (it + 1) / (c["warmup"] + 1)
-        r = min(1.0, (it - c["warmup"]) / max(1, c["steps"] - c["warmup"]))
-        return c["min_lr"] + 0.5 * (1 + math.cos(math.pi * r)) * (c["lr"] - c["min_lr"])
-
+    """torch_reference.py train's own loop (torch_reference.train), each step's loss recorded."""
     losses = []
-    for it in range(c["steps"]):
-        for g in opt.param_groups:
-            g["lr"] = lr_at(it)
-        ix = torch.randint(len(train) - T - 1, (B,))
-        x = torch.stack([train[i:i + T] for i in ix])
-        y = torch.stack([train[i + 1:i + T + 1] for i in ix])
-        _, loss = m(x, y)
-        losses.append(loss.item())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(m.parameters(), c["grad_clip"])
-        opt.step()
-    tot, cnt = 0.0, 0
-    with torch.no_grad():
-        for k in range(0, len(val) - 1, T):
-            w = val[k:k + T + 1]
-            _, l = m(w[:-1][None], w[1:][None])
-            tot += l.item() * (len(w) - 1)
-            cnt += len(w) - 1
-    return losses, tot / cnt, m.state_dict()
+    model, _, val_loss, _ = ref.train(c, ref.read_text(text_path), on_step=lambda step, loss: losses.append(loss))
+    return losses, val_loss, model.state_dict()
 
 
 def largest_difference(ours, theirs, relative):

@@ -154,10 +154,11 @@ TEST_CASE("checkpoint metadata holds format, config, vocab and step as the contr
 TEST_CASE("safetensors bytes match the PyTorch reference's writer exactly", "[checkpoint]") {
     const NamedTensors tensors = {{"a", Tensor::from({1, 2}, {2})}, {"b", Tensor::from({0.5, -1, 3}, {1, 3})}};
     const std::string bytes = safetensors_bytes(tensors, {{"format", "x"}});
-    // Made once with write_safetensors from ../shared/reference/torch_model.py, its torch
-    // and numpy calls replaced by struct.pack("<%df") (the rest unchanged: json.dumps with
-    // separators=(",", ":"), space padding), on {"a": [1,2] shape [2], "b": [0.5,-1,3]
-    // shape [1,3]} and metadata {"format": "x"}, printed with bytes.hex().
+    // Made once with the PyTorch reference's write_safetensors, its torch and numpy calls
+    // replaced by struct.pack("<%df") (the rest unchanged: json.dumps with separators=(",",
+    // ":"), space padding), on {"a": [1,2] shape [2], "b": [0.5,-1,3] shape [1,3]} and
+    // metadata {"format": "x"}, printed with bytes.hex(). scripts/torch_reference.py's
+    // write_safetensors gives the same bytes.
     const std::string expected =
         "90000000000000007b225f5f6d657461646174615f5f223a7b22666f726d6174"
         "223a2278227d2c2261223a7b226474797065223a22463332222c227368617065"

@@ -118,8 +118,9 @@ TEST_CASE("the .npy writer's bytes equal NumPy's np.save", "[inspect][npy]") {
 }
 
 TEST_CASE("the safetensors writer's bytes equal the reference writer's file", "[inspect][safetensors]") {
-    // tests/data/known_good.safetensors was written once by write_safetensors of
-    // ../shared/reference/torch_model.py (PyTorch 1.13, Debian 12) from
+    // tests/data/known_good.safetensors was written once by the PyTorch reference's
+    // write_safetensors (PyTorch 1.13, Debian 12; scripts/torch_reference.py's, PyTorch 2.6,
+    // writes the same bytes) from
     //   {"b.weight": [[0.5, -1, 3]], "a": [1, 2], "c": [[[0.25]]]}, meta {"format": "tinyformer/1", "step": "7"}
     // (it writes the tensors sorted by name, as we are given them here).
     const NamedTensors tensors = {{"a", Tensor::from({1, 2}, {2})},

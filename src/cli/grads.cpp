@@ -1,6 +1,6 @@
 // tinyformer grads --checkpoint PATH --text FILE --out FILE: the loss and every parameter's
 // gradient on the text's first window, as a safetensors file — the same thing
-// ../shared/reference/torch_model.py grads writes, so the two engines can be compared.
+// scripts/torch_reference.py grads writes, so the two engines can be compared.
 #include <cstdio>
 #include <memory>
 

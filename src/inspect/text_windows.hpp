@@ -1,5 +1,5 @@
 // The windows a text is cut into for scoring, exactly as score_text (evaluate.cpp) and
-// ../shared/reference/torch_model.py eval cut it: inputs ids[k*T : k*T+len], targets one
+// scripts/torch_reference.py eval cut it: inputs ids[k*T : k*T+len], targets one
 // further, len = min(T, n - 1 - k*T), every window predicting at least one character.
 #pragma once
 

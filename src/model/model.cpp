@@ -87,7 +87,7 @@ static void initialise(Parameters& params, uint64_t seed) {
     }
 }
 
-// The same recipe drawn from PyTorch's generator, in the order torch_model.py's Model
+// The same recipe drawn from PyTorch's generator, in the order torch_reference.py's Model
 // constructs its modules: tok_emb (normal_), pos_emb, then per block q/k/v/out_proj
 // (kaiming_uniform_ with a = √5, whose bound is √3·√(2/(1+a²))/√in = 1/√in, computed as torch
 // does), fc1 weight then bias, fc2 weight then bias; last lm_head. Layer norms draw nothing.

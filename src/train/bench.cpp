@@ -29,7 +29,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Random token ids, as torch_model.py bench uses: the speed of a step does not depend on
+// Random token ids, as torch_reference.py bench uses: the speed of a step does not depend on
 // what the text says.
 struct RandomBatch {
     Tensor inputs, targets;  // [B,T] i32

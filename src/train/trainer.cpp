@@ -49,7 +49,7 @@ std::string duration_str(double seconds) {
 
 // Where the batch windows come from: tinyformer's own generator (rng.hpp, seeded apart from
 // the initialisation's), or with train.rng = "torch" PyTorch's generator, one stream that
-// has first drawn the initial weights, exactly as torch_model.py train draws both.
+// has first drawn the initial weights, exactly as torch_reference.py train draws both.
 struct BatchDraws {
     explicit BatchDraws(const TrainConfig& train)
         : use_torch(train.rng == "torch"),

@@ -9,7 +9,7 @@ import importlib.util, json, math, os
 
 import torch
 
-spec = importlib.util.spec_from_file_location("torch_model", os.path.join("..", "shared", "reference", "torch_model.py"))
+spec = importlib.util.spec_from_file_location("torch_reference", os.path.join("scripts", "torch_reference.py"))
 ref = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ref)
 
@@ -25,7 +25,7 @@ torch.nn.init.kaiming_uniform_(w, a=math.sqrt(5))               # nn.Linear's we
 draws["kaiming_8x64"] = w.flatten().tolist()
 draws["randint_1003789"] = torch.randint(1003789, (20,)).tolist()
 
-# A small model as torch_model.py's Model initialises it after torch.manual_seed(7).
+# A small model as torch_reference.py's Model initialises it after torch.manual_seed(7).
 for positions in ("rope", "learned"):
     torch.manual_seed(7)
     m = ref.Model(11, d_model=16, n_heads=2, n_layers=1, context=8, positions=positions)

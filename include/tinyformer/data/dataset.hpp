@@ -90,7 +90,7 @@ struct Batch {
 
 // B windows of T+1 consecutive ids at uniformly random offsets drawn from `rng`.
 Batch sample_batch(const TokenIds& ids, int64_t batch_size, int64_t context, Rng& rng);
-// The same windows as torch_model.py train draws them: torch.randint(len(ids) - T - 1, (B,))
+// The same windows as torch_reference.py train draws them: torch.randint(len(ids) - T - 1, (B,))
 // (so never the very last window, as there).
 Batch sample_batch(const TokenIds& ids, int64_t batch_size, int64_t context, TorchRng& rng);
 // The windows ids[start .. start+T] for each start: inputs the first T, targets the last T.

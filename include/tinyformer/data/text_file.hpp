@@ -1,7 +1,7 @@
 // Reading a text file as characters, a block at a time, however large the file: strict
 // UTF-8 (an error names the file's byte offset), a leading byte-order mark dropped, and
 // line ends normalised to '\n' (CRLF and a lone CR, as Python's universal newlines read
-// them, which is how ../shared/reference/torch_model.py reads a text).
+// them, which is how scripts/torch_reference.py reads a text).
 //
 //   TextFileReader reader("corpus.txt");
 //   std::u32string block;

@@ -3,7 +3,7 @@
 // torch.manual_seed(s) seeds a 32-bit Mersenne Twister (mt19937) with s, and each of
 // torch's random kernels turns the twister's 32-bit outputs into numbers in its own fixed
 // way. With `[train] rng = "torch"`, tinyformer draws its initial weights and its batch
-// windows through this class, in the order ../shared/reference/torch_model.py train draws
+// windows through this class, in the order scripts/torch_reference.py train draws
 // them, so that the two engines run the same experiment for the same seed: same initial
 // weights, same batches. (tinyformer's own generator, rng.hpp, is the default.)
 //

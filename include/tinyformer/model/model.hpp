@@ -43,7 +43,7 @@ struct ForwardHooks {
 std::vector<ParameterSpec> parameter_specs(const ModelConfig& config);
 
 class TorchRng;
-// Re-initialises every parameter exactly as ../shared/reference/torch_model.py's Model does
+// Re-initialises every parameter exactly as scripts/torch_reference.py's Model does
 // after torch.manual_seed: the same recipe as Transformer's own, drawn from PyTorch's
 // generator in PyTorch's construction order (see model.cpp). For `[train] rng = "torch"`.
 void initialise_like_torch(Parameters& params, const ModelConfig& config, TorchRng& rng);

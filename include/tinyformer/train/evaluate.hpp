@@ -21,7 +21,7 @@ struct TextScore {
 };
 
 // The text is cut into consecutive windows ids[k*T : k*T+T+1] (every window with at least
-// 2 ids counts) — exactly as ../shared/reference/torch_model.py eval does — and the loss is
+// 2 ids counts) — exactly as scripts/torch_reference.py eval does — and the loss is
 // the mean over all predicted characters. With max_windows > 0, only that many windows,
 // evenly spaced over the text, are scored (for quick evaluations during training).
 // With `progress_bar`, a terminal shows how many windows are done.
