@@ -11,10 +11,12 @@
 #include <iterator>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "tinyformer/data/data_paths.hpp"
 #include "tinyformer/engine/rng.hpp"
 #include "tinyformer/support/errors.hpp"
 #include "tinyformer/train/checkpoint.hpp"
@@ -149,6 +151,65 @@ TEST_CASE("checkpoint metadata holds format, config, vocab and step as the contr
     REQUIRE(file.tensors.front().first == "blocks.0.attn.k_proj.weight");
     REQUIRE(file.tensors.back().first == "tok_emb.weight");
     for (size_t i = 1; i < file.tensors.size(); ++i) REQUIRE(file.tensors[i - 1].first < file.tensors[i].first);
+}
+
+TEST_CASE("a checkpoint keeps its data paths relative to its folder, so the run travels", "[checkpoint]") {
+    testing::TempDir root("tinyformer_test_checkpoint");
+    const fs::path project = root.path / "project";
+    fs::create_directories(project / "corpus");
+    fs::create_directories(project / "runs" / "r");
+    write_bytes((project / "corpus" / "t.txt").string(), "some text\n");
+    write_bytes((project / "corpus" / "probes.tsv").string(), "a\tb\n");
+    RunConfig config = tiny_config("rope");
+    config.data.path = (project / "corpus" / "t.txt").string();
+    config.data.probes_path = (project / "corpus" / "probes.tsv").string();
+    // Saved through a symbolic link to the runs folder: the stored path must still lead to the file.
+    fs::create_directory_symlink(project / "runs", root.path / "linked-runs");
+    const std::string checkpoint = (root.path / "linked-runs" / "r" / "model.safetensors").string();
+    save_model(checkpoint, random_model(config.model, 2), tiny_vocab(), config, 5);
+
+    const SafetensorsFile file = read_safetensors(checkpoint);
+    REQUIRE(file.metadata.at("data_paths") == "relative to this file's folder");
+    const nlohmann::json stored = nlohmann::json::parse(file.metadata.at("config")).at("data");
+    REQUIRE(stored.at("path") == "../../corpus/t.txt");
+    REQUIRE(stored.at("probes_path") == "../../corpus/probes.tsv");
+    REQUIRE(stored.at("val_path") == "");
+
+    // The whole project moves: loaded through another path, the run still finds its data.
+    fs::rename(project, root.path / "moved");
+    const LoadedModel loaded = load_model((root.path / "moved" / "runs" / "r").string());
+    REQUIRE(fs::equivalent(loaded.config.data.path, root.path / "moved" / "corpus" / "t.txt"));
+    REQUIRE(loaded.data_as_stored.path == "../../corpus/t.txt");
+    REQUIRE(missing_data_file(loaded, DataFiles::corpus).empty());
+    REQUIRE(missing_data_file(loaded, DataFiles::probes).empty());
+
+    // The data moves without the run: the message gives the key, the stored path and the tried one.
+    fs::remove(root.path / "moved" / "corpus" / "probes.tsv");
+    const std::string missing = missing_data_file(loaded, DataFiles::probes);
+    REQUIRE_THAT(missing, StartsWith(loaded.path + ": data.probes_path ../../corpus/probes.tsv (from " +
+                                     loaded.run_dir + "): no such file "));
+    REQUIRE(missing.ends_with("moved/corpus/probes.tsv"));
+    REQUIRE(missing_data_file(loaded, DataFiles::corpus).empty());  // the text is still there
+
+    // A checkpoint written before data_paths: its paths are relative to where `train` ran, as before.
+    std::map<std::string, std::string> old_metadata = file.metadata;
+    old_metadata.erase("data_paths");
+    old_metadata["config"] = config_to_json(tiny_config("rope")).dump();
+    nlohmann::json old_config = nlohmann::json::parse(old_metadata["config"]);
+    old_config["data"]["path"] = "corpus/t.txt";
+    old_metadata["config"] = old_config.dump();
+    const std::string old_checkpoint = (root.path / "old.safetensors").string();
+    write_safetensors(old_checkpoint, file.tensors, old_metadata);
+    REQUIRE(load_model(old_checkpoint).config.data.path == "corpus/t.txt");
+}
+
+TEST_CASE("a data path is stored relative unless the two share only the root", "[checkpoint]") {
+    REQUIRE(path_relative_to("/home/me/project/corpus/a.txt", "/home/me/project/runs/x") == "../../corpus/a.txt");
+    REQUIRE(path_relative_to("/home/me/project/runs/x/own.txt", "/home/me/project/runs/x") == "own.txt");
+    REQUIRE(path_relative_to("/data/corpus.txt", "/home/me/runs/x") == "/data/corpus.txt");
+    REQUIRE(path_relative_to("", "/home/me/runs/x").empty());
+    REQUIRE(path_resolved_from("../../corpus/a.txt", "/home/me/project/runs/x") == "/home/me/project/corpus/a.txt");
+    REQUIRE(path_resolved_from("/data/corpus.txt", "/home/me/runs/x") == "/data/corpus.txt");
 }
 
 TEST_CASE("safetensors bytes match the PyTorch reference's writer exactly", "[checkpoint]") {

@@ -1,14 +1,17 @@
-// tinyformer inspect --checkpoint PATH (--text TEXT | --probes FILE) [--out DIR] [--view terminal]
+// tinyformer inspect --checkpoint PATH [--text TEXT] [--probes FILE] [--out DIR] [--view terminal]
 //
 // Where does each trained head read? Runs the model on the text (or on the first probe's
-// prompt + answer), keeps every head's attention, measures every head over the validation
-// text and the probes (reading patterns, answer sources, ablations), reads the weights
-// themselves (circuits through the vocabulary, composition between layers), and writes
+// prompt + answer; given neither, the probes the run's config names), keeps every head's
+// attention, measures every head over the validation text and the probes (reading
+// patterns, answer sources, ablations), reads the weights themselves (circuits through
+// the vocabulary, composition between layers), and writes
 // attention.json, attention.npy, L{l}H{h}.svg, heads.json, circuits.json,
 // L{l}H{h}_{weights,ov,qk}.svg and report.html to DIR. Here: the options and the checkpoint;
 // the rest is run_inspect (tinyformer/inspect/run_inspect.hpp).
 #include <memory>
 #include <optional>
+
+#include <spdlog/spdlog.h>
 
 #include "commands.hpp"
 #include "tinyformer/inspect/run_inspect.hpp"
@@ -41,10 +44,18 @@ Runner add_inspect(CLI::App& app) {
     add_engine_options(cmd, *engine);
     return [cmd, args, engine, text, probes]() -> int {
         if (!cmd->parsed()) return -1;
-        if (text->count() == 0 && probes->count() == 0)
-            throw InputError("inspect: give --text TEXT or --probes FILE (the text whose attention to show)");
         apply_engine_options(*engine);
         const LoadedModel loaded = load_model(args->checkpoint);
+        if (text->count() == 0 && probes->count() == 0) {  // the run's own probes, which its config names
+            const std::string& own = loaded.config.data.probes_path;
+            if (own.empty())
+                throw InputError("inspect: " + loaded.path +
+                                 "'s config names no probes; give --text TEXT or --probes FILE (the text whose "
+                                 "attention to show)");
+            if (const std::string missing = missing_data_file(loaded, DataFiles::probes); !missing.empty())
+                throw InputError(missing + "; give the probes with --probes FILE, or a text with --text TEXT");
+            spdlog::info("no --text or --probes: the run's own probes, {} (data.probes_path of its config)", own);
+        }
         run_inspect({.model = *loaded.model,
                      .vocab = loaded.vocab,
                      .data = loaded.config.data,

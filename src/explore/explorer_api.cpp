@@ -186,17 +186,16 @@ ExplorerApi::ExplorerApi(const std::string& checkpoint) : loaded_(load_model(che
             probe_answers_.push_back(generate(model, loaded_.vocab, probe.prompt, greedy, unused));
         }
     } else {
-        notes_.push_back(data.probes_path.empty()
-                             ? "the run has no probes"
-                             : "the run's probes " + data.probes_path +
-                                   " are not there: no probes (the config's paths are relative to the directory "
-                                   "the run was trained in; start serve there)");
+        notes_.push_back(data.probes_path.empty() ? "the run has no probes"
+                                                  : missing_data_file(loaded_, DataFiles::probes) + ": no probes");
     }
 
     // Mean ablation replaces a head's output by its mean over the validation text (its
     // first kMaxMeanWindows windows, for a large text).
     if (data.has_corpus()) {
         try {
+            if (const std::string missing = missing_data_file(loaded_, DataFiles::corpus); !missing.empty())
+                throw InputError(missing);
             DataConfig text_only = data;
             text_only.probes_path.clear();
             const Corpus corpus = load_corpus(text_only);

@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
+#include "tinyformer/data/data_paths.hpp"
 #include "tinyformer/engine/build_info.hpp"
 #include "tinyformer/support/errors.hpp"
 #include "tinyformer/train/checkpoint.hpp"
@@ -17,6 +19,10 @@ namespace tinyformer {
 namespace {
 
 constexpr const char* checkpoint_format = "tinyformer/1";
+// __metadata__.data_paths: the config's data paths are relative to the checkpoint's folder.
+// Checkpoints written before it have none; their paths are relative to where `train` ran.
+constexpr const char* data_paths_key = "data_paths";
+constexpr const char* data_paths_relative = "relative to this file's folder";
 
 // `vocab` metadata: ["a","b","果",...] in id order.
 std::string vocab_to_json(const Vocabulary& vocab) {
@@ -174,6 +180,7 @@ StagedFile stage_model(const std::string& path, const Transformer& model, const 
     // The model section is the model's own (vocab_size resolved), whatever `config` left open.
     RunConfig resolved = config;
     resolved.model = model.config();
+    resolved.data = data_paths_relative_to(config.data, std::filesystem::path(path).parent_path().string());
     nlohmann::json config_json = config_to_json(resolved);
     // train.precision came after this format: a float32 run's checkpoint leaves it out (a reader
     // takes "float32" then), so its bytes are the same as before bf16 existed; a bf16 run's says so.
@@ -183,6 +190,7 @@ StagedFile stage_model(const std::string& path, const Transformer& model, const 
         {"config", config_json.dump()},
         {"vocab", vocab_to_json(vocab)},
         {"step", std::to_string(step)},
+        {data_paths_key, data_paths_relative},
         {"made_by", build_info_json().dump()},  // tinyformer's version, oneDNN's, the compiler
     };
     return stage_safetensors(path, tensors, metadata);
@@ -230,7 +238,30 @@ LoadedModel load_model(const std::string& path) {
     loaded.path = file_path;
     const fs::path parent = fs::path(file_path).parent_path();
     loaded.run_dir = parent.empty() ? "." : parent.string();
+    loaded.data_as_stored = loaded.config.data;
+    const auto data_paths = file.metadata.find(data_paths_key);
+    if (data_paths != file.metadata.end() && data_paths->second == data_paths_relative)
+        loaded.config.data = data_paths_resolved_from(loaded.config.data, loaded.run_dir);
     return loaded;
+}
+
+std::string missing_data_file(const LoadedModel& loaded, DataFiles which) {
+    const DataConfig &now = loaded.config.data, &stored = loaded.data_as_stored;
+    const std::tuple<const char*, const std::string*, const std::string*> paths[] = {
+        {"data.path", &now.path, &stored.path},
+        {"data.train_path", &now.train_path, &stored.train_path},
+        {"data.val_path", &now.val_path, &stored.val_path},
+        {"data.prepared", &now.prepared, &stored.prepared},
+        {"data.probes_path", &now.probes_path, &stored.probes_path}};
+    for (const auto& [key, path, as_stored] : paths) {
+        std::error_code error;
+        if ((which == DataFiles::probes) != (std::string_view(key) == "data.probes_path")) continue;
+        if (path->empty() || std::filesystem::exists(*path, error)) continue;
+        std::string message = loaded.path + ": " + key + " " + *as_stored;
+        if (*as_stored != *path) message += " (from " + loaded.run_dir + ")";
+        return message + ": no such file " + *path;
+    }
+    return "";
 }
 
 }  // namespace tinyformer

@@ -125,6 +125,8 @@ EvalText eval_text(const LoadedModel& loaded, const std::string& text_path) {
     if (!text_path.empty()) {
         text.ids = read_ids(text_path, loaded.vocab, true);
     } else if (data.has_corpus()) {
+        if (const std::string missing = missing_data_file(loaded, DataFiles::corpus); !missing.empty())
+            throw InputError(missing + "; score a text with --text FILE");
         DataConfig text_only = data;
         text_only.probes_path.clear();
         Corpus corpus = load_corpus(text_only, true);  // the validation text as training split it
@@ -199,6 +201,9 @@ void print_eval_table(const nlohmann::json& out, const TextScore& score, const E
 
 void evaluate_checkpoint(const EvalRequest& request) {
     LoadedModel loaded = load_model(request.checkpoint);
+    if (request.probes.empty())
+        if (const std::string missing = missing_data_file(loaded, DataFiles::probes); !missing.empty())
+            throw InputError(missing + "; give the probes with --probes FILE");
     const EvalText text = eval_text(loaded, request.text);
     const TextScore score = score_eval_text(*loaded.model, text.ids, request);
 

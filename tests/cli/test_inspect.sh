@@ -118,8 +118,7 @@ expect_in "$(head -c 128 "$scratch/long/attention.npy" | tr -d '\000')" "(1, 2, 
 expect_exit 2 "a character outside the vocabulary" -- "$tf" inspect --checkpoint "$scratch/run" --text "小丁X" --out "$scratch/x"
 expect_in "$err" "'X' (U+0058)" "names the character"
 [[ $(printf '%s' "$err" | wc -l) -le 1 ]] && pass "the error is one line" || fail "multi-line error: $err"
-expect_exit 2 "neither --text nor --probes" -- "$tf" inspect --checkpoint "$scratch/run" --out "$scratch/x"
-expect_in "$err" "--text" "says what to give"
+# Neither --text nor --probes: the run's own probes (test_run_paths.sh).
 expect_exit 2 "an unknown --view" -- "$tf" inspect --checkpoint "$scratch/run" --text "小丁" --view browser
 expect_exit 2 "a missing probes file" -- "$tf" inspect --checkpoint "$scratch/run" --probes "$scratch/none.tsv"
 expect_in "$err" "none.tsv" "names the probes file"

@@ -23,15 +23,24 @@ namespace tinyformer {
 struct LoadedModel {
     std::unique_ptr<Transformer> model;
     Vocabulary vocab;
-    RunConfig config;      // the resolved run configuration it was trained with
+    RunConfig config;      // the resolved run configuration it was trained with; its data
+                           // paths as seen from the working directory
     int64_t step = 0;      // the optimizer step the weights belong to
     std::string path;      // the .safetensors file actually read
     std::string run_dir;   // its directory
+    DataConfig data_as_stored;  // the data paths as the file holds them (for messages)
 };
 
+// "" when every file of `which` the run's config names is where it says; else one line
+// naming the first that is gone, as stored and as tried: "runs/x/model.safetensors:
+// data.val_path ../../corpus/val.txt (from runs/x): no such file corpus/val.txt".
+enum class DataFiles { corpus, probes };
+std::string missing_data_file(const LoadedModel& loaded, DataFiles which);
+
 // model.safetensors: every parameter under its contract name, and __metadata__ with
-// format "tinyformer/1", config (JSON of the run config), vocab (JSON array of the
-// characters in id order) and step.
+// format "tinyformer/1", config (JSON of the run config, its data paths relative to the
+// file's folder, which data_paths says), vocab (JSON array of the characters in id order)
+// and step.
 void save_model(const std::string& path, const Transformer& model, const Vocabulary& vocab, const RunConfig& config,
                 int64_t step);
 // The same, staged, for the trainer: it commits the model and its training state together.
