@@ -14,7 +14,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 rounds=1 first_round=1 out=/tmp/tinyformer-large-bench binary="$here/build/tinyformer" steps=2000
-shakespeare="$here/../shared/data/tinyshakespeare.txt"
+# Tiny Shakespeare: scripts/get-shakespeare.sh's copy, else a developer machine's shared one
+shakespeare="$here/data/tinyshakespeare.txt"
+if [[ ! -f "$shakespeare" && -f "$here/../shared/data/tinyshakespeare.txt" ]]; then
+  shakespeare="$here/../shared/data/tinyshakespeare.txt"
+fi
 while [[ $# -gt 0 ]]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -27,7 +31,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -x "$binary" ]] || { echo "bench_large_corpus.sh: no binary at $binary (build first)" >&2; exit 2; }
-[[ -f "$shakespeare" ]] || { echo "bench_large_corpus.sh: no $shakespeare (give --shakespeare FILE)" >&2; exit 2; }
+[[ -f "$shakespeare" ]] || { echo "bench_large_corpus.sh: no $shakespeare: run scripts/get-shakespeare.sh (or give --shakespeare FILE)" >&2; exit 2; }
 mkdir -p "$out"
 cp "$binary" "$out/tinyformer"; binary="$out/tinyformer"  # a rebuild meanwhile cannot change what is measured
 config="$here/configs/shakespeare_char.toml"

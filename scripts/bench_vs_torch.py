@@ -41,9 +41,20 @@ WORKLOADS = {
                    ["--batch", "32", "--context", "64"]),
     "lesson_b8": (["--config", "configs/lesson12.toml", "--set", "train.batch_size=8", "--set", "model.context=32"],
                   ["--batch", "8", "--context", "32"]),
-    "shakespeare": (["--config", "configs/shakespeare_char.toml", "--set", "data.path=../shared/data/tinyshakespeare.txt"],
+    "shakespeare": (["--config", "configs/shakespeare_char.toml", "--set", "data.path={shakespeare}"],
                     ["--batch", "12", "--d-model", "128", "--heads", "4", "--layers", "4", "--vocab", "65"]),
 }
+
+
+def shakespeare_text():
+    """data/tinyshakespeare.txt (scripts/get-shakespeare.sh), else a developer machine's shared copy."""
+    for path in (os.path.join(ROOT, "data", "tinyshakespeare.txt"),
+                 os.path.join(ROOT, "..", "shared", "data", "tinyshakespeare.txt")):
+        if os.path.isfile(path):
+            return path
+    sys.exit("bench_vs_torch: no data/tinyshakespeare.txt for the shakespeare workload: run scripts/get-shakespeare.sh "
+             "(or leave it out with --only lesson_b32,lesson_b8)")
+
 
 # PyTorch's float32 products go through OpenBLAS, which picks its kernels for this CPU
 # unless OPENBLAS_CORETYPE overrides it. This machine's environment sets
@@ -118,6 +129,7 @@ def main():
     p.add_argument("--tinyformer", default=os.path.join(ROOT, "build", "tinyformer"))
     a = p.parse_args()
     bf16 = a.precision == "bf16"
+    shakespeare = shakespeare_text() if "shakespeare" in a.only.split(",") else None
     torch = Torch(a.torch)
     info = run_json(torch.command("info"), TORCH_ENV)
     if info["blas"] not in ("openblas", "mkl"):
@@ -148,6 +160,8 @@ def main():
     results = {"setup": header}
     for name in a.only.split(","):
         ours_args, torch_args = WORKLOADS[name]
+        if name == "shakespeare":
+            ours_args = [arg.format(shakespeare=shakespeare) for arg in ours_args]
         if bf16:
             ours_args = ours_args + ["--set", "train.precision=bf16"]
         ours, theirs = [], {v: [] for v in variants}
