@@ -86,6 +86,17 @@ TEST_CASE("KV-cache generation equals full recomputation", "[sampler]") {
         Rng a(1), b(1);
         REQUIRE(encode_utf8(generate(model, vocab, U"bca", greedy, a)) ==
                 encode_utf8(generate_uncached(model, vocab, U"bca", greedy, b)));
+
+        // Past the context, the default (KvCache::window) is the full forward pass on the last
+        // 12 characters, greedy and sampled. (With KvCache::rolling the sampled text departs
+        // from it within these 200 characters.)
+        for (const SampleOptions& options : {greedy, SampleOptions{}}) {
+            SampleOptions longer = options;
+            longer.max_new = 200;
+            Rng c(3), d(3);
+            REQUIRE(encode_utf8(generate(model, vocab, U"bca", longer, c)) ==
+                    encode_utf8(generate_uncached(model, vocab, U"bca", longer, d)));
+        }
     }
 }
 

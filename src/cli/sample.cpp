@@ -1,5 +1,6 @@
 // tinyformer sample --checkpoint PATH [--prompt TEXT] [--max-new N] [--temperature T]
 //                   [--top-k K] [--top-p P] [--seed S] [--num-samples N] [--stop TEXT]
+//                   [--cache window|rolling]
 #include <cstdio>
 #include <memory>
 
@@ -14,7 +15,7 @@ constexpr int64_t kMaxSampleChars = 10'000'000;  // --max-new at most
 
 Runner add_sample(CLI::App& app) {
     struct Args {
-        std::string checkpoint, prompt = "\n", stop;
+        std::string checkpoint, prompt = "\n", stop, cache = "window";
         int64_t max_new = 200, top_k = 0, num_samples = 1;
         double temperature = 1.0, top_p = 1.0;
         uint64_t seed = 1;
@@ -31,6 +32,11 @@ Runner add_sample(CLI::App& app) {
     cmd->add_option("--seed", args->seed, "random seed (default 1)");
     cmd->add_option("--num-samples", args->num_samples, "how many samples (default 1)");
     cmd->add_option("--stop", args->stop, "stop a sample after this text, e.g. 。 or a newline");
+    cmd->add_option("--cache", args->cache,
+                    "past the context: window (default; each new character reads the last `context` characters, "
+                    "recomputed, as PyTorch and nanoGPT do) or rolling (faster: the cache keeps going and the oldest "
+                    "position drops out; rope models only)")
+        ->check(CLI::IsMember({"window", "rolling"}));
     add_engine_options(cmd, *engine);
     return [cmd, args, engine]() -> int {
         if (!cmd->parsed()) return -1;
@@ -42,6 +48,10 @@ Runner add_sample(CLI::App& app) {
         options.temperature = args->temperature;
         options.top_k = args->top_k;
         options.top_p = args->top_p;
+        options.cache = args->cache == "rolling" ? KvCache::rolling : KvCache::window;
+        if (options.cache == KvCache::rolling && loaded.config.model.positions != "rope")
+            throw InputError("--cache rolling: the model has learned positions, which end at the context; expected "
+                             "a rope model, or --cache window");
         if (std::string problem = sample_options_problem(options, loaded.vocab.size(), kMaxSampleChars);
             !problem.empty())
             throw InputError(problem);

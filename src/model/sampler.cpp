@@ -105,26 +105,28 @@ static bool ends_with(const std::u32string& text, const std::u32string& tail) {
 std::u32string generate(const Transformer& model, const Vocabulary& vocab, const std::u32string& prompt,
                         const SampleOptions& options, Rng& rng, const std::function<void(char32_t)>& on_char) {
     const size_t T = static_cast<size_t>(model.config().context);
-    const bool slides = model.config().positions == "rope";
+    const bool rolls = options.cache == KvCache::rolling && model.config().positions == "rope";
     std::vector<int32_t> ids = prompt_ids(vocab, prompt);
     Decoder decoder(model);
     // Prefill: the prompt's last T characters, one position at a time (each reads the cache).
-    const std::vector<float>* logits = nullptr;
-    for (size_t i = ids.size() - std::min(ids.size(), T); i < ids.size(); ++i) logits = &decoder.step(ids[i]);
+    const std::vector<float>* cached_logits = nullptr;
+    for (size_t i = ids.size() - std::min(ids.size(), T); i < ids.size(); ++i) cached_logits = &decoder.step(ids[i]);
+    std::vector<double> logits(cached_logits->begin(), cached_logits->end());  // [V], for the next character
 
     std::u32string generated;
     for (int64_t n = 0; n < options.max_new; ++n) {
-        const std::vector<double> row(logits->begin(), logits->end());
-        int32_t next = draw(next_char_distribution(row, options.temperature, options.top_k, options.top_p), rng);
+        int32_t next = draw(next_char_distribution(logits, options.temperature, options.top_k, options.top_p), rng);
         ids.push_back(next);
         generated.push_back(vocab.at(next));
         if (on_char) on_char(vocab.at(next));
         if (ends_with(generated, options.stop) || n + 1 == options.max_new) break;
-        if (slides || decoder.length() < static_cast<int64_t>(T)) {
-            logits = &decoder.step(next);  // one position: O(T)
-        } else {  // learned positions at the window's end: restart it on the last T characters
+        if (rolls || decoder.length() < static_cast<int64_t>(T)) {
+            cached_logits = &decoder.step(next);  // one position: O(T)
+            logits.assign(cached_logits->begin(), cached_logits->end());
+        } else {  // the window is full: recompute the last T characters, at positions 0..T-1
             decoder.reset();
-            for (size_t i = ids.size() - T; i < ids.size(); ++i) logits = &decoder.step(ids[i]);
+            for (size_t i = ids.size() - T; i < ids.size(); ++i) cached_logits = &decoder.step(ids[i]);
+            logits.assign(cached_logits->begin(), cached_logits->end());
         }
     }
     return generated;

@@ -95,27 +95,48 @@ std::vector<double> measure_training(const BenchOptions& options, BenchResult& r
     return tokens_per_s;
 }
 
-std::vector<double> measure_sampling(const BenchOptions& options) {
+// Characters per second of generate() with `sample`, from `prompt`, over `chars` characters
+// in calls of at most sample.max_new each: one figure per repetition, after a warm-up.
+std::vector<double> chars_per_second(const Transformer& model, const Vocabulary& vocab, const std::u32string& prompt,
+                                     SampleOptions sample, int64_t chars, const BenchOptions& options) {
+    Rng rng(options.seed);
+    generate(model, vocab, prompt, sample, rng);  // warm-up
+    std::vector<double> figures;
+    for (int64_t r = 0; r < options.repeats; ++r) {
+        int64_t generated = 0;
+        const auto start = Clock::now();
+        while (generated < chars) generated += static_cast<int64_t>(generate(model, vocab, prompt, sample, rng).size());
+        figures.push_back(static_cast<double>(generated) / seconds_since(start));
+    }
+    return figures;
+}
+
+void measure_sampling(const BenchOptions& options, BenchResult& result) {
     const int previous_threads = num_threads();
     set_num_threads(options.sample_threads);
     Transformer model(options.model, options.seed);
+    const int64_t T = options.model.context;
     std::vector<char32_t> chars(options.model.vocab_size);
     for (int64_t i = 0; i < options.model.vocab_size; ++i) chars[i] = U'A' + static_cast<char32_t>(i);
     const Vocabulary vocab(chars);
     SampleOptions sample;
-    sample.max_new = options.sample_chars;
     sample.temperature = 1.0;
-    Rng rng(options.seed);
-    const std::u32string prompt(1, chars[0]);
-    generate(model, vocab, prompt, sample, rng);  // warm-up
-    std::vector<double> chars_per_s;
-    for (int64_t r = 0; r < options.repeats; ++r) {
-        const auto start = Clock::now();
-        const std::u32string text = generate(model, vocab, prompt, sample, rng);
-        chars_per_s.push_back(static_cast<double>(text.size()) / seconds_since(start));
+    // Within the context: one character of prompt, then T-1 new ones, again and again.
+    sample.max_new = std::max<int64_t>(1, T - 1);
+    result.sample_chars_per_s = chars_per_second(model, vocab, std::u32string(1, chars[0]), sample,
+                                                 options.sample_chars, options);
+    // Past the context: a full window of prompt, so every new character is past it.
+    std::u32string full_window;
+    for (int64_t i = 0; i < T; ++i) full_window += chars[i % options.model.vocab_size];
+    sample.max_new = options.sample_chars;
+    sample.cache = KvCache::window;
+    result.sample_window_chars_per_s = chars_per_second(model, vocab, full_window, sample, options.sample_chars, options);
+    if (options.model.positions == "rope") {  // learned positions always recompute the window
+        sample.cache = KvCache::rolling;
+        result.sample_rolling_chars_per_s =
+            chars_per_second(model, vocab, full_window, sample, options.sample_chars, options);
     }
     set_num_threads(previous_threads);
-    return chars_per_s;
 }
 
 // The GEMMs the model itself runs in a training step: [B·T, D] times [D, D] (the attention
@@ -184,7 +205,7 @@ BenchResult run_bench(const BenchOptions& options) {
     result.flops_per_token = training_flops_per_token(options.model);
     result.gemm = measure_gemm(options);
     result.train_tokens_per_s = measure_training(options, result);
-    result.sample_chars_per_s = measure_sampling(options);
+    measure_sampling(options, result);
     result.peak_rss_mb = peak_rss_mb();
     return result;
 }
@@ -254,6 +275,10 @@ nlohmann::json bench_json(const RunConfig& config, const BenchOptions& options, 
         {"vocab_size", m.vocab_size}, {"batch", options.batch_size},
         {"train_tokens_per_s", result.train_median()}, {"train_tokens_per_s_runs", result.train_tokens_per_s},
         {"sample_tokens_per_s", result.sample_median()}, {"sample_tokens_per_s_runs", result.sample_chars_per_s},
+        {"sample_past_context_window_chars_per_s", median(result.sample_window_chars_per_s)},
+        {"sample_past_context_rolling_chars_per_s",
+         result.sample_rolling_chars_per_s.empty() ? nlohmann::json(nullptr)
+                                                   : nlohmann::json(median(result.sample_rolling_chars_per_s))},
         {"sample_threads", options.sample_threads}, {"flops_per_token", result.flops_per_token},
         {"gflops", result.gflops()}, {"gemm_peak_gflops", peak.gflops}, {"gemm", gemm},
         {"peak_fraction", result.gflops() / peak.gflops}, {"peak_rss_mb", result.peak_rss_mb},
@@ -278,9 +303,15 @@ void print_bench_report(const RunConfig& config, const BenchOptions& options, co
     std::printf("  train    %s tokens/s   median of %lld × %lld steps (range %s–%s)\n",
                 thousands(result.train_median()).c_str(), (long long)options.repeats,
                 (long long)options.steps_per_repeat, thousands(*train_min).c_str(), thousands(*train_max).c_str());
-    std::printf("  sample   %s chars/s    one stream, KV cache, %d thread%s, median of %lld × %lld chars\n",
+    std::printf("  sample   %s chars/s    within the context: one stream, KV cache, %d thread%s, median of "
+                "%lld × %lld chars\n",
                 thousands(result.sample_median()).c_str(), options.sample_threads,
                 options.sample_threads == 1 ? "" : "s", (long long)options.repeats, (long long)options.sample_chars);
+    std::printf("           %s chars/s    past the context, --cache window (recomputes the last %lld characters)\n",
+                thousands(median(result.sample_window_chars_per_s)).c_str(), (long long)m.context);
+    if (!result.sample_rolling_chars_per_s.empty())
+        std::printf("           %s chars/s    past the context, --cache rolling\n",
+                    thousands(median(result.sample_rolling_chars_per_s)).c_str());
     std::printf("  model    %.3f MFLOP per training token\n", result.flops_per_token / 1e6);
     std::printf("  achieved %.1f GFLOP/s = %.0f %% of the GEMM peak, %.1f GFLOP/s (%lld×%lld×%lld, this run)\n",
                 result.gflops(), 100.0 * result.gflops() / peak.gflops, peak.gflops, (long long)peak.M,

@@ -40,6 +40,26 @@ generated=${out#小丁}
 again=$("$tf" sample --checkpoint "$scratch/run" --prompt "小丁" --max-new 2000 --stop "。" --seed 3)
 [[ "$out" == "$again" ]] && pass "the same seed gives the same sample" || fail "samples differ for one seed"
 
+# Past the context: by default the text PyTorch's crop-and-recompute gives (tests/data/
+# sampling_reference.{txt,json}, a context-16 model); --cache rolling is another computation.
+reference="$src/tests/data/sampling_reference"
+want=$(cat "$reference.txt")
+for cache in "" "--cache window"; do
+  # shellcheck disable=SC2086
+  got=$("$tf" sample --checkpoint "$reference.safetensors" --prompt "小丁拿着红色的苹果。" --temperature 0 --max-new 300 $cache)
+  [[ "${got#小丁拿着红色的苹果。}" == "$want" ]] && pass "sample ${cache:-(default)}: PyTorch's 300 characters past the context" \
+    || fail "sample ${cache:-(default)} departs from PyTorch's text"
+done
+got=$("$tf" sample --checkpoint "$reference.safetensors" --prompt "小丁拿着红色的苹果。" --temperature 0 --max-new 300 --cache rolling)
+[[ -n "$got" && "${got#小丁拿着红色的苹果。}" != "$want" ]] && pass "sample --cache rolling: another text past the context" \
+  || fail "sample --cache rolling gave PyTorch's text (or nothing)"
+expect_exit 2 "an unknown --cache" -- "$tf" sample --checkpoint "$reference.safetensors" --cache ring
+expect_in "$err" "--cache" "names --cache"
+"$tf" train --config "$config" --set model.positions=learned --set train.steps=2 --out "$scratch/learned" >/dev/null 2>&1 \
+  || fail "training a learned-positions model"
+expect_exit 2 "--cache rolling on learned positions" -- "$tf" sample --checkpoint "$scratch/learned" --cache rolling
+expect_in "$err" "learned positions, which end at the context" "says why"
+
 json=$("$tf" eval --checkpoint "$scratch/run" --json)
 for key in loss bpc perplexity predicted probe_accuracy misses; do
   expect_in "$json" "\"$key\"" "eval --json has $key"

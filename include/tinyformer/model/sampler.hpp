@@ -13,12 +13,24 @@
 
 namespace tinyformer {
 
+// Past the context, what a new character reads.
+//   window:  exactly the last `context` characters, recomputed from scratch at positions
+//            0..context-1 — what PyTorch's reference and nanoGPT do (they crop the input
+//            to the context and run the model on it). Costs `context` positions per character.
+//   rolling: the cache keeps going; the oldest position drops out of attention, but the
+//            kept keys and values were computed with the longer history (rope only; learned
+//            positions end at the context, so they always use the window). One position
+//            per character.
+// Within the context the two are the same computation.
+enum class KvCache { window, rolling };
+
 struct SampleOptions {
     int64_t max_new = 200;    // characters to generate at most
     double temperature = 1.0; // 0 = greedy (always the most likely character)
     int64_t top_k = 0;        // keep the k most likely characters; 0 = all
     double top_p = 1.0;       // keep the smallest set whose probability reaches p; 1 = all
     std::u32string stop;      // stop after generating this string (it is included); empty = never
+    KvCache cache = KvCache::window;  // past the context: recompute the window, or roll the cache
 };
 
 // The names a caller gives the options in its messages: the command line's by default.
@@ -44,13 +56,15 @@ int32_t draw(const std::vector<double>& probabilities, Rng& rng);
 
 // Continues `prompt` (at least one character; longer than the context, only its last
 // `context` characters are read) and returns the generated characters (without the
-// prompt). `on_char`, if given, sees each character as it is generated.
+// prompt). Past the context, options.cache says what a new character reads. `on_char`, if
+// given, sees each character as it is generated.
 std::u32string generate(const Transformer& model, const Vocabulary& vocab, const std::u32string& prompt,
                         const SampleOptions& options, Rng& rng,
                         const std::function<void(char32_t)>& on_char = nullptr);
 
-// The same generation without a cache, recomputing the last `context` characters for every
-// new one (nanoGPT's way): O(T²) per character; kept to test the cache against.
+// The same generation without a cache, running the model's full forward pass on the last
+// `context` characters for every new one (nanoGPT's way, KvCache::window's meaning);
+// kept to test the cache against.
 std::u32string generate_uncached(const Transformer& model, const Vocabulary& vocab, const std::u32string& prompt,
                                  const SampleOptions& options, Rng& rng);
 

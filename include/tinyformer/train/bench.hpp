@@ -19,7 +19,7 @@ struct BenchOptions {
     int64_t warmup_steps = 5;     // untimed training steps first (primitives made, buffers pooled)
     int64_t steps_per_repeat = 10;
     int64_t repeats = 7;
-    int64_t sample_chars = 256;   // characters generated per sampling repetition
+    int64_t sample_chars = 256;   // characters generated per sampling repetition (each of three)
     int sample_threads = 1;       // sampling is one stream of one character at a time
     uint64_t seed = 1337;
     bool profile = false;         // after the timed steps, time every kernel of steps_per_repeat more
@@ -33,7 +33,9 @@ struct GemmMeasurement {
 
 struct BenchResult {
     std::vector<double> train_tokens_per_s;   // one per repetition
-    std::vector<double> sample_chars_per_s;   // one per repetition
+    std::vector<double> sample_chars_per_s;   // one per repetition, within the context
+    std::vector<double> sample_window_chars_per_s;   // past the context, KvCache::window
+    std::vector<double> sample_rolling_chars_per_s;  // past the context, KvCache::rolling (rope only)
     double flops_per_token = 0;               // training (forward + backward), see training_flops_per_token
     std::vector<GemmMeasurement> gemm;        // the model's own matmul shapes
     double peak_rss_mb = 0;                   // of this process, at the end
