@@ -3,6 +3,8 @@
 // once giving exactly what each gives alone (run under ThreadSanitizer by scripts/test.sh).
 #include "catch.hpp"
 
+#include <bit>
+#include <charconv>
 #include <cmath>
 #include <thread>
 
@@ -215,6 +217,49 @@ TEST_CASE("ExplorerApi: a run gives the maps, the next characters and the ablate
     const ApiReply mean = bare_api.run(run_body("abc", ", \"ablate\": [\"L0H0\"], \"ablation\": \"mean\""));
     CHECK(mean.status == 400);
     CHECK_THAT(mean.body.value("error", ""), ContainsSubstring("needs the run's validation text"));
+}
+
+TEST_CASE("ExplorerApi: the attention weights print as their float32 values in at most 9 digits", "[explorer]") {
+    // The maps are float32: 0.4365f goes out as 0.4365, not as 0.43650001287460327, and reads
+    // back as the same float (json_number.hpp).
+    SavedRun saved;
+    const ExplorerApi api(saved.checkpoint);
+    const std::string text = "abcab cabbage. a cab.";
+    const ApiReply reply = api.run(run_body(text, ", \"ablate\": [\"L0H1\"]"));
+    REQUIRE(reply.status == 200);
+    const LoadedModel loaded = load_model(saved.checkpoint);
+    const std::vector<int32_t> ids = loaded.vocab.encode(decode_utf8(text, "text").substr(9), "text");  // the last 12
+    const ExplorerRun whole = explore(*loaded.model, loaded.vocab, ids);
+    const ExplorerRun ablated = explore(*loaded.model, loaded.vocab, ids, {HeadRef{0, 1}});
+    int64_t checked = 0, long_numbers = 0, other_floats = 0;
+    std::string first_long;
+    for (const auto& [maps, attention] : {std::pair{&whole.maps, reply.body["attention"]},
+                                          std::pair{&ablated.maps, reply.body["ablated"]["attention"]}}) {
+        const int64_t T = maps->length();
+        REQUIRE(static_cast<int64_t>(attention.size()) == maps->layers);
+        for (int64_t l = 0; l < maps->layers; ++l)
+            for (int64_t h = 0; h < maps->heads; ++h)
+                for (int64_t i = 0; i < T; ++i)
+                    for (int64_t j = 0; j < T; ++j) {
+                        const std::string number = attention[l][h][i][j].dump();
+                        std::string digits;
+                        for (char c : number.substr(0, number.find('e')))
+                            if (c >= '0' && c <= '9') digits += c;
+                        const size_t first = digits.find_first_not_of('0');
+                        const size_t significant =
+                            first == std::string::npos ? 0 : digits.find_last_not_of('0') - first + 1;
+                        if (significant > 9 && long_numbers++ == 0) first_long = number;
+                        float back = 0;
+                        std::from_chars(number.data(), number.data() + number.size(), back);
+                        const float weight = maps->map(l, h)[i * T + j];
+                        other_floats += std::bit_cast<uint32_t>(back) != std::bit_cast<uint32_t>(weight);
+                        ++checked;
+                    }
+    }
+    CHECK(checked == 2 * 2 * 2 * 12 * 12);
+    INFO("the first: " << first_long);
+    CHECK(long_numbers == 0);
+    CHECK(other_floats == 0);
 }
 
 TEST_CASE("ExplorerApi: 16 threads at once get exactly what each request gets alone", "[explorer][concurrency]") {

@@ -1,12 +1,15 @@
 // tinyformer grads --checkpoint PATH --text FILE --out FILE: the loss and every parameter's
 // gradient on the text's first window, as a safetensors file — the same thing
 // scripts/torch_reference.py grads writes, so the two engines can be compared.
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "tinyformer/data/dataset.hpp"
 #include "tinyformer/support/errors.hpp"
+#include "tinyformer/support/json_number.hpp"
 #include "tinyformer/train/checkpoint.hpp"
 
 namespace tinyformer::cli {
@@ -34,10 +37,14 @@ Runner add_grads(CLI::App& app) {
         NamedTensors grads;
         for (const auto& [name, p] : params.named()) grads.emplace_back(name, p.grad());
         std::sort(grads.begin(), grads.end(), [](auto& a, auto& b) { return a.first < b.first; });
+        // The loss is a float32 tensor: its shortest decimal (NaN and infinities as before).
+        const float loss_value = static_cast<float>(loss.item());
         char loss_text[32];
         std::snprintf(loss_text, sizeof loss_text, "%.9g", loss.item());
-        write_file_atomic(args->out, safetensors_bytes(grads, {{"loss", loss_text}}));
-        std::printf("{\"loss\": %s, \"out\": \"%s\"}\n", loss_text, args->out.c_str());
+        const std::string loss_json =
+            std::isfinite(loss_value) ? nlohmann::json(json_number(loss_value)).dump() : loss_text;
+        write_file_atomic(args->out, safetensors_bytes(grads, {{"loss", loss_json}}));
+        std::printf("{\"loss\": %s, \"out\": \"%s\"}\n", loss_json.c_str(), args->out.c_str());
         return kExitOk;
     };
 }

@@ -13,6 +13,7 @@
 #include "tinyformer/inspect/inspect.hpp"
 #include "tinyformer/model/sampler.hpp"
 #include "tinyformer/support/errors.hpp"
+#include "tinyformer/support/json_number.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -121,7 +122,7 @@ json run_json(const ExplorerRun& run, const Vocabulary& vocab) {
         for (int64_t h = 0; h < run.maps.heads; ++h) {
             const float* map = run.maps.map(l, h);  // [T,T]
             json rows = json::array();
-            for (int64_t i = 0; i < T; ++i) rows.push_back(std::vector<double>(map + i * T, map + (i + 1) * T));
+            for (int64_t i = 0; i < T; ++i) rows.push_back(json_numbers({map + i * T, static_cast<size_t>(T)}));
             layer.push_back(std::move(rows));
         }
         attention.push_back(std::move(layer));

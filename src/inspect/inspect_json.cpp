@@ -1,20 +1,9 @@
 // attention.json and heads.json: the measurements, for a program.
-#include <charconv>
-#include <cstdlib>
-
 #include "tinyformer/data/text.hpp"
 #include "tinyformer/inspect/inspect_report.hpp"
+#include "tinyformer/support/json_number.hpp"
 
 namespace tinyformer {
-
-// The double that prints as the float's shortest decimal form (0.1f → 0.1, not
-// 0.10000000149011612), and reads back as the same float.
-static double short_double(float value) {
-    char buffer[32];
-    auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer - 1, value);
-    *end = '\0';
-    return error == std::errc() ? std::strtod(buffer, nullptr) : static_cast<double>(value);
-}
 
 nlohmann::json attention_json(const AttentionMaps& maps, const std::string& source) {
     const int64_t T = maps.length();
@@ -35,11 +24,7 @@ nlohmann::json attention_json(const AttentionMaps& maps, const std::string& sour
         for (int64_t h = 0; h < maps.heads; ++h) {
             const float* a = maps.map(l, h);
             nlohmann::json rows = nlohmann::json::array();
-            for (int64_t i = 0; i < T; ++i) {
-                nlohmann::json row = nlohmann::json::array();
-                for (int64_t j = 0; j < T; ++j) row.push_back(short_double(a[i * T + j]));
-                rows.push_back(row);
-            }
+            for (int64_t i = 0; i < T; ++i) rows.push_back(json_numbers({a + i * T, static_cast<size_t>(T)}));
             heads.push_back(rows);
         }
         layers.push_back(heads);

@@ -5,6 +5,7 @@
 
 #include "tinyformer/engine/backend.hpp"
 #include "tinyformer/lesson/lesson.hpp"
+#include "tinyformer/support/json_number.hpp"
 #include "tinyformer/support/plot.hpp"
 
 namespace tinyformer {
@@ -72,7 +73,12 @@ std::string wrapped(const std::string& text, const std::string& indent, size_t w
 
 std::string yes_no(bool value) { return value ? "yes" : "no"; }
 
+// A float32 tensor's values in their float32 form (the drawn weights: 0.38226926, not
+// 0.3822692632675171); a float64 tensor's as they are.
 nlohmann::json tensor_json(const Tensor& tensor) {
+    if (tensor.dtype() == DType::f32)
+        return {{"shape", tensor.shape()},
+                {"values", json_numbers({tensor.data<float>(), static_cast<size_t>(tensor.numel())})}};
     return {{"shape", tensor.shape()}, {"values", tensor.to_vector()}};
 }
 

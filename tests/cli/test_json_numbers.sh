@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Float32 values in the JSON tinyformer writes print in their shortest form, at most 9
+# significant digits (json_number.hpp), not as the 17 digits of the double they convert to
+# (0.4365, not 0.43650001287460327): the lesson's weights drawn in float32 (lesson --json),
+# inspect's attention maps (attention.json) and grads' loss. The explorer's maps (/api/run)
+# are checked in tests/test_explorer.cpp.
+source "$(dirname "$0")/common.sh"
+
+# numbers_in: the numbers in the JSON on stdin, one a line (strings' digits too: keep them short).
+numbers_in() { grep -oE -- '-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?'; }
+# long_numbers: those of them with more than 9 significant digits.
+long_numbers() {
+  awk '{ m = $0; sub(/[eE].*/, "", m); gsub(/[^0-9]/, "", m); sub(/^0+/, "", m); sub(/0+$/, "", m)
+         if (length(m) > 9) print }'
+}
+# expect_short DESCRIPTION MIN_COUNT < JSON: at least MIN_COUNT numbers, none longer than 9 digits
+expect_short() {
+  local numbers count long
+  numbers=$(numbers_in)
+  count=$(grep -c . <<< "$numbers")
+  long=$(long_numbers <<< "$numbers")
+  if [[ $count -lt $2 ]]; then fail "$1: only $count numbers found"
+  elif [[ -n $long ]]; then fail "$1: $(wc -l <<< "$long") of $count numbers have more than 9 digits, e.g. $(head -3 <<< "$long" | tr '\n' ' ')"
+  else pass "$1: $count numbers, none longer than 9 significant digits"; fi
+}
+
+# lesson --json: q_proj, k_proj, v_proj and out_proj are the float32 weights torch draws.
+json=$("$tf" lesson --json 2>"$scratch/err") || fail "lesson --json: $(cat "$scratch/err")"
+compact=$(tr -d ' \n' <<< "$json")
+for weight in q_proj k_proj v_proj out_proj; do
+  expect_short "lesson --json: $weight's values" 16 < <(grep -o "\"$weight\":{[^}]*}" <<< "$compact" | sed 's/.*"values"://')
+done
+
+"$tf" train --config "$src/tests/data/tiny.toml" --out "$scratch/run" >/dev/null 2>&1 || fail "training the tiny model"
+
+# inspect: attention.json's weights, the float32 attention maps [L,H,T,T].
+"$tf" inspect --checkpoint "$scratch/run" --text "小丁拿着红色的苹果。谁拿着苹果？小丁。" --out "$scratch/inspect" \
+  >/dev/null 2>"$scratch/err" || fail "inspect: $(cat "$scratch/err")"
+expect_short "attention.json's weights" $((2 * 16 * 16)) < <(grep -o '"weights":.*' "$scratch/inspect/attention.json")
+
+# grads: the loss, a float32 scalar, on stdout and in the file's metadata.
+printf '小丁拿着红色的苹果。谁拿着苹果？小丁。\n' > "$scratch/text.txt"
+out=$("$tf" grads --checkpoint "$scratch/run" --text "$scratch/text.txt" --out "$scratch/grads.safetensors" 2>"$scratch/err") \
+  || fail "grads: $(cat "$scratch/err")"
+loss=$(grep -oE '"loss": [^,]*' <<< "$out" | cut -d' ' -f2)
+[[ $loss =~ ^[0-9.e+-]+$ ]] && pass "grads prints its loss: $loss" || fail "grads' output: $out"
+expect_short "grads' loss" 1 <<< "$loss"
+expect_in "$(head -c 2000 "$scratch/grads.safetensors" | tr -d '\000')" "\"loss\":\"$loss\"" "the file's metadata holds the same loss"
+finish
