@@ -7,7 +7,7 @@
 //
 // The scripts complete subcommand names, each subcommand's options, and option values:
 // the choices of a CLI11 validator (IsMember), file and directory names, and config keys
-// for --set/--vary. CLI11 does not say which plain string options name files, nor the
+// for --set/--vary, after `--option value` and `--option=value` alike. CLI11 does not say which plain string options name files, nor the
 // choices of options that check their value at run time (--backend), so a few small tables
 // below say so by option name.
 #include <cctype>
@@ -220,6 +220,7 @@ std::string bash_command_function(const CommandSpec& command) {
     std::string out = "# tinyformer " + command.name + ": " + one_line(command.description) + "\n";
     out += "_tinyformer_" + command.name + "() {\n";
     out += bash_option_value_cases(command.options);
+    out += "    (( after_equals )) && return  # --flag=: a flag takes no value\n";
     if (!command.positionals.empty()) {
         out += "    if [[ $cur != -* ]]; then\n";
         out += "        case $(_tinyformer_positional_count \"$command_index\" " +
@@ -262,14 +263,17 @@ std::string bash_script(const CommandSpec& program, const std::vector<CommandSpe
         "}\n"
         "_tinyformer_files() {\n"
         "    compopt -o filenames 2>/dev/null  # quote names, mark directories with /\n"
+        "    files=1\n"
         "    mapfile -t COMPREPLY < <(compgen -f -- \"$cur\")\n"
         "}\n"
         "_tinyformer_toml_files() {\n"
         "    compopt -o filenames 2>/dev/null\n"
+        "    files=1\n"
         "    mapfile -t COMPREPLY < <(compgen -d -- \"$cur\"; compgen -f -X '!*.toml' -- \"$cur\")\n"
         "}\n"
         "_tinyformer_directories() {\n"
         "    compopt -o filenames 2>/dev/null\n"
+        "    files=1\n"
         "    mapfile -t COMPREPLY < <(compgen -d -- \"$cur\")\n"
         "}\n"
         "# How many positional arguments stand between the subcommand (word $1) and the cursor;\n"
@@ -290,17 +294,31 @@ std::string bash_script(const CommandSpec& program, const std::vector<CommandSpe
         "\n";
     for (const CommandSpec& command : commands) out += bash_command_function(command) + "\n";
 
-    out += "# The entry point. cur, prev and command_index are seen by the functions above.\n"
+    out += "# The entry point. cur, prev, command_index, after_equals and files are seen by the\n"
+           "# functions above.\n"
            "_tinyformer() {\n"
            "    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}\n"
-           "    local command=\"\" command_index=0 i\n"
+           "    local command=\"\" command_index=0 i after_equals=0 option_prefix=\"\" files=0\n"
            "    COMPREPLY=()\n"
+           "    # --option=value completes as --option value: prev the option, cur the value so far.\n"
+           "    # Bash splits the word at the = (COMP_WORDBREAKS holds \"=\" by default): \"--config\" \"=\"\n"
+           "    # \"ti\", or \"--config\" \"=\" with nothing after the = yet; a reply replaces what follows\n"
+           "    # the =. Without \"=\" in COMP_WORDBREAKS it is one word, which a reply replaces whole.\n"
+           "    if [[ $cur == = && $prev == -* ]]; then\n"
+           "        cur=\"\" after_equals=1\n"
+           "    elif [[ $prev == = && ${COMP_WORDS[COMP_CWORD-2]} == -* ]]; then\n"
+           "        prev=${COMP_WORDS[COMP_CWORD-2]} after_equals=1\n"
+           "    elif [[ $cur == --*=* ]]; then\n"
+           "        prev=${cur%%=*} option_prefix=${cur%%=*}= cur=${cur#*=} after_equals=1\n"
+           "    fi\n"
            "    # The subcommand is the first word that is neither an option nor an option's value.\n"
            "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
            "        case ${COMP_WORDS[i]} in\n";
     const std::vector<std::string> program_value_options = value_option_names(program.options);
-    if (!program_value_options.empty()) out += "            " + join(program_value_options, "|") + ") i=$((i + 1)) ;;\n";
-    out += "            -*) ;;\n"
+    if (!program_value_options.empty())  // its value is the next word, or follows an = (below)
+        out += "            " + join(program_value_options, "|") + ") [[ ${COMP_WORDS[i+1]} == = ]] || i=$((i + 1)) ;;\n";
+    out += "            =) i=$((i + 1)) ;;  # --option=value, split at the =: the value\n"
+           "            -*) ;;\n"
            "            *) command=${COMP_WORDS[i]} command_index=$i; break ;;\n"
            "        esac\n"
            "    done\n"
@@ -310,7 +328,9 @@ std::string bash_script(const CommandSpec& program, const std::vector<CommandSpe
     // Indent the top level's `case $prev` to sit inside this branch.
     for (const std::string& line : split(program_cases, '\n'))
         if (!line.empty()) out += "        " + line + "\n";
-    out += "            if [[ $cur == -* ]]; then\n"
+    out += "            if (( after_equals )); then\n"
+           "                :  # --flag=: a flag takes no value\n"
+           "            elif [[ $cur == -* ]]; then\n"
            "                _tinyformer_words " + single_quoted(join(option_names(program.options), " ")) + "\n"
            "            else\n"
            "                _tinyformer_words " + single_quoted(join(command_names, " ")) + "\n"
@@ -318,6 +338,17 @@ std::string bash_script(const CommandSpec& program, const std::vector<CommandSpe
     for (const CommandSpec& command : commands)
         out += "        " + command.name + ") _tinyformer_" + command.name + " ;;\n";
     out += "    esac\n"
+           "    # --option=value in one word: each reply carries the --option=, and a directory the /\n"
+           "    # that -o filenames adds only to a reply that names one.\n"
+           "    if [[ -n $option_prefix ]]; then\n"
+           "        for i in \"${!COMPREPLY[@]}\"; do\n"
+           "            if (( files )) && [[ -d ${COMPREPLY[i]} ]]; then\n"
+           "                COMPREPLY[i]+=/\n"
+           "                compopt -o nospace 2>/dev/null\n"
+           "            fi\n"
+           "            COMPREPLY[i]=$option_prefix${COMPREPLY[i]}\n"
+           "        done\n"
+           "    fi\n"
            "}\n"
            "complete -F _tinyformer tinyformer\n";
     return out;
@@ -348,15 +379,20 @@ std::string zsh_value_action(const ValueCompletion& value) {
     return " ";  // show the message, offer nothing
 }
 
-// One _arguments spec, as shell words: '(-h --help)'{-h,--help}'[Print this help]'.
+// One _arguments spec, as shell words: '(-h --help)'{-h,--help}'[Print this help]'. A long
+// option with a value is written --config=, which _arguments reads as "the value follows an
+// = in the same word, or is the next word": --config=x and --config x both complete x.
 std::string zsh_option_spec(const ArgumentSpec& option) {
     std::string rest = "[" + zsh_spec_text(option.description) + "]";
     if (option.takes_value) rest += ":" + zsh_spec_text(option.label) + ":" + zsh_value_action(option.value);
+    std::vector<std::string> names;
+    for (const std::string& name : option.names)
+        names.push_back(option.takes_value && name.rfind("--", 0) == 0 ? name + "=" : name);
     const std::string repeat = option.repeatable ? "*" : "";
-    if (option.names.size() == 1) return single_quoted(repeat + option.names.front() + rest);
+    if (names.size() == 1) return single_quoted(repeat + names.front() + rest);
     // Several names: they exclude each other (unless repeatable); brace expansion writes one spec each.
     const std::string exclusions = option.repeatable ? "*" : "(" + join(option.names, " ") + ")";
-    return single_quoted(exclusions) + "{" + join(option.names, ",") + "}" + single_quoted(rest);
+    return single_quoted(exclusions) + "{" + join(names, ",") + "}" + single_quoted(rest);
 }
 
 std::string zsh_positional_spec(const ArgumentSpec& positional, size_t index) {

@@ -90,6 +90,32 @@ expect_same "bash: prepare --out x <Tab>: the positional TEXT is a file" "notes.
 expect_same "bash: prepare text.txt --out=x <Tab>: TEXT given, options next" "$(help_long_options prepare) -h" \
   "$(bash_complete prepare text.txt --out = x "")"
 
+# --option=value completes as --option value does. Bash splits the word at the = (the default
+# COMP_WORDBREAKS holds "="): `--config=ti` reaches the function as "--config" "=" "ti" and
+# `--config=` as "--config" "=" (as an interactive bash on a terminal shows), and a reply
+# replaces only what follows the =. With "=" taken out of COMP_WORDBREAKS it is one word,
+# which a reply replaces whole.
+expect_same "bash: train --config=<Tab>" "runs tiny.toml" "$(bash_complete train --config =)"
+expect_same "bash: train --config=ti<Tab>" "tiny.toml" "$(bash_complete train --config = ti)"
+expect_same "bash: eval --text=<Tab>" "notes.txt runs tiny.toml" "$(bash_complete eval --text =)"
+expect_same "bash: train --resume=<Tab>" "runs" "$(bash_complete train --resume =)"
+expect_same "bash: --backend=<Tab>" "onednn reference" "$(bash_complete train --backend =)"
+expect_same "bash: --backend=r<Tab>" "reference" "$(bash_complete train --backend = r)"
+expect_same "bash: inspect --view=<Tab>" "terminal" "$(bash_complete inspect --view =)"
+expect_same "bash: --set=<Tab> offers every config key" "$(sed 's/$/=/' <<< "$keys")" "$(bash_complete train --set =)"
+expect_same "bash: --set=optim.l<Tab>" "$(grep '^optim\.l' <<< "$keys" | sed 's/$/=/')" \
+  "$(bash_complete train --set = optim.l)"
+expect_same "bash: --threads=<Tab> offers nothing" "" "$(bash_complete train --threads =)"
+expect_same "bash: --help=<Tab>: a flag takes no value" "" "$(bash_complete train --help =)"
+expect_same "bash: train --config=x --<Tab> offers the options again" "$(help_long_options train)" \
+  "$(bash_complete train --config = x -- | grep -- '^--')"
+expect_same "bash: one word --config=ti<Tab>" "--config=tiny.toml" "$(bash_complete train --config=ti)"
+expect_same "bash: one word --config=<Tab>" "--config=runs/ --config=tiny.toml" "$(bash_complete train --config=)"
+expect_same "bash: one word --backend=r<Tab>" "--backend=reference" "$(bash_complete train --backend=r)"
+expect_same "bash: one word --set=optim.l<Tab>" "$(grep '^optim\.l' <<< "$keys" | sed 's/^/--set=/; s/$/=/')" \
+  "$(bash_complete train --set=optim.l)"
+expect_same "bash: one word --help=<Tab>" "" "$(bash_complete train --help=)"
+
 # ---- zsh -----------------------------------------------------------------------------
 # zsh_complete MODE LINE...: types each LINE and a Tab into an interactive `zsh -f` on a
 # pseudo-terminal, in $files; afterwards $zsh_dir/offered.N holds what the N-th Tab offered.
@@ -163,7 +189,10 @@ else
   for mode in fpath source; do
     zsh_complete "$mode" "tinyformer tr" "tinyformer " "tinyformer train --con" "tinyformer train --set optim.l" \
       "tinyformer train --backend " "tinyformer sample --" "tinyformer train --config " "tinyformer completion " \
-      "tinyformer inspect --view " "tinyformer train --set "
+      "tinyformer inspect --view " "tinyformer train --set " \
+      "tinyformer train --config=" "tinyformer train --config=ti" "tinyformer train --backend=r" \
+      "tinyformer inspect --view=" "tinyformer train --set=optim.l" "tinyformer eval --text=" \
+      "tinyformer train --resume="
     expect_same "zsh ($mode): tinyformer tr<Tab>" "train" "$(offered 1)"
     expect_same "zsh ($mode): tinyformer <Tab> offers the subcommands --help lists" "$subcommands" "$(offered 2)"
     expect_same "zsh ($mode): tinyformer train --con<Tab>" "--config" "$(offered 3)"
@@ -174,6 +203,14 @@ else
     expect_same "zsh ($mode): completion <Tab>" "bash zsh" "$(offered 8)"
     expect_same "zsh ($mode): inspect --view <Tab>" "terminal" "$(offered 9)"
     expect_same "zsh ($mode): --set <Tab> offers every config key" "$(sed 's/$/=/' <<< "$keys")" "$(offered 10)"
+    # --option=value as --option value.
+    expect_same "zsh ($mode): train --config=<Tab>" "runs tiny.toml" "$(offered 11)"
+    expect_same "zsh ($mode): train --config=ti<Tab>" "tiny.toml" "$(offered 12)"
+    expect_same "zsh ($mode): --backend=r<Tab>" "reference" "$(offered 13)"
+    expect_same "zsh ($mode): inspect --view=<Tab>" "terminal" "$(offered 14)"
+    expect_same "zsh ($mode): --set=optim.l<Tab>" "$(grep '^optim\.l' <<< "$keys" | sed 's/$/=/')" "$(offered 15)"
+    expect_same "zsh ($mode): eval --text=<Tab>" "notes.txt runs tiny.toml" "$(offered 16)"
+    expect_same "zsh ($mode): train --resume=<Tab>" "runs" "$(offered 17)"
   done
 fi
 finish
