@@ -1,6 +1,7 @@
 // Sampling past the context, held to PyTorch: tests/data/sampling_reference.txt is the
-// greedy text of scripts/torch_reference.py sample (its prompt and length in the .json), which predicts each new character from
-// the last `context` characters recomputed from scratch (nanoGPT's generate). tinyformer's
+// greedy text of scripts/torch_reference.py sample (its prompt and length in the .json),
+// which predicts each new character from the last `context` characters recomputed from
+// scratch (nanoGPT's generate). tinyformer's
 // default (KvCache::window) must give the same text; the rolling cache reads keys computed
 // with a longer history, so it departs from it — which shows the check can fail.
 #include "catch.hpp"

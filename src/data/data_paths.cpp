@@ -37,7 +37,10 @@ size_t climbs(const fs::path& relative) {
     return count;
 }
 
-size_t depth(const fs::path& absolute) { return static_cast<size_t>(std::distance(absolute.begin(), absolute.end())) - 1; }
+// How many folders deep an absolute path is: /a/b → 2.
+size_t depth(const fs::path& absolute) {
+    return static_cast<size_t>(std::distance(absolute.begin(), absolute.end())) - 1;
+}
 
 }  // namespace
 

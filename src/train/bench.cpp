@@ -130,7 +130,8 @@ void measure_sampling(const BenchOptions& options, BenchResult& result) {
     for (int64_t i = 0; i < T; ++i) full_window += chars[i % options.model.vocab_size];
     sample.max_new = options.sample_chars;
     sample.cache = KvCache::window;
-    result.sample_window_chars_per_s = chars_per_second(model, vocab, full_window, sample, options.sample_chars, options);
+    result.sample_window_chars_per_s =
+        chars_per_second(model, vocab, full_window, sample, options.sample_chars, options);
     if (options.model.positions == "rope") {  // learned positions always recompute the window
         sample.cache = KvCache::rolling;
         result.sample_rolling_chars_per_s =
