@@ -478,3 +478,29 @@ TEST_CASE("the matrix-vector kernel computes W x + b on every target", "[parity]
         }
     });
 }
+
+TEST_CASE("the rows kernel gives every row the matrix-vector kernel's bits, on every target", "[parity]") {
+    const int64_t n_in = 37, n_out = 79, stride = 128, x_stride = 40, out_stride = 83;
+    std::vector<float> w_t(n_in * stride, 1e30f);  // the padding must not be read into an output
+    const std::vector<double> w = random_tensor({n_out, n_in}, 5, DType::f64).to_vector(),
+                              bias = random_tensor({n_out}, 7, DType::f64).to_vector();
+    for (int64_t o = 0; o < n_out; ++o)
+        for (int64_t i = 0; i < n_in; ++i) w_t[i * stride + o] = static_cast<float>(w[o * n_in + i]);
+    const std::vector<float> bf(bias.begin(), bias.end());
+    on_every_kernel_target([&] {
+        for (const int64_t rows : {1, 2, 3, 4, 5, 7, 64}) {  // whole blocks of rows and the rest
+            INFO(rows << " rows");
+            const std::vector<double> x = random_tensor({rows, x_stride}, 6 + rows, DType::f64).to_vector();
+            const std::vector<float> xf(x.begin(), x.end());
+            std::vector<float> out(rows * out_stride, -7.0f), one_row(n_out);
+            matmul_transposed(w_t.data(), stride, bf.data(), xf.data(), x_stride, rows, n_in, n_out, out.data(),
+                              out_stride);
+            for (int64_t r = 0; r < rows; ++r) {
+                matvec_transposed(w_t.data(), stride, bf.data(), xf.data() + r * x_stride, n_in, n_out, one_row.data());
+                INFO("row " << r);
+                CHECK(std::equal(one_row.begin(), one_row.end(), out.begin() + r * out_stride));
+                CHECK(out[r * out_stride + n_out] == -7.0f);  // past n_out: untouched
+            }
+        }
+    });
+}

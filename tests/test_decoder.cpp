@@ -1,9 +1,12 @@
 // The one-character-at-a-time decoder against the model's own forward pass: the same
 // logits at every position, within the context and (rope) beyond it.
 #include "catch.hpp"
+#include <algorithm>
 #include <cmath>
 
+#include "test_helpers.hpp"
 #include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/kernel_targets.hpp"
 #include "tinyformer/engine/rng.hpp"
 #include "tinyformer/model/decoder.hpp"
 
@@ -86,3 +89,45 @@ TEST_CASE("decoder: learned positions end at the context, and reset starts again
     REQUIRE(decoder.step(ids[0]) == first);  // bit-identical: nothing of the old cache is read
     REQUIRE_THROWS_AS(decoder.step(static_cast<int32_t>(config.vocab_size)), std::out_of_range);
 }
+
+TEST_CASE("decoder prefill gives the bits of one step per position, on every kernel target", "[decoder]") {
+    for (const std::string positions : {"rope", "learned"}) {
+        // D = 20: 4D = 80 floats of GELU, not a whole number of AVX-512 registers per position.
+        const ModelConfig config{.vocab_size = 79, .d_model = 20, .n_heads = 2, .n_layers = 2, .context = 12,
+                                 .positions = positions};
+        Transformer model(config, 11);
+        const std::vector<int32_t> ids = random_ids(config.context, config.vocab_size, 5);
+        for (const KernelTarget& target : kernel_targets_on_this_cpu()) {
+            tinyformer::testing::KernelTargetScope scope(target.name);
+            for (const int64_t n : {int64_t{1}, int64_t{5}, config.context}) {
+                INFO(positions << ", kernel target " << target.name << ", " << n << " positions");
+                Decoder stepped(model), prefilled(model);
+                std::vector<float> step_logits;
+                for (int64_t t = 0; t < n; ++t) step_logits = stepped.step(ids[t]);
+                const std::vector<float> prefill_logits = prefilled.prefill(ids.data(), n);
+                CHECK(prefill_logits == step_logits);
+                CHECK(prefilled.length() == n);
+                CHECK(prefilled.next_position() == n);
+                for (int64_t layer = 0; layer < config.n_layers; ++layer)
+                    for (int64_t head = 0; head < config.n_heads; ++head)
+                        CHECK(std::equal(stepped.attention_weights(layer, head),
+                                         stepped.attention_weights(layer, head) + n,
+                                         prefilled.attention_weights(layer, head)));
+                if (n < config.context)  // the cache it leaves: the next step reads the same keys
+                    CHECK(prefilled.step(ids[n]) == stepped.step(ids[n]));
+            }
+        }
+    }
+}
+
+TEST_CASE("decoder prefill refuses an empty or too long window and unknown ids", "[decoder]") {
+    const ModelConfig config = small_config("rope");
+    Transformer model(config, 7);
+    Decoder decoder(model);
+    const std::vector<int32_t> ids = random_ids(config.context + 1, config.vocab_size, 3);
+    CHECK_THROWS_AS(decoder.prefill(ids.data(), 0), std::out_of_range);
+    CHECK_THROWS_AS(decoder.prefill(ids.data(), config.context + 1), std::out_of_range);
+    const std::vector<int32_t> bad = {1, 79};
+    CHECK_THROWS_AS(decoder.prefill(bad.data(), 2), std::out_of_range);
+}
+

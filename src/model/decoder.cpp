@@ -43,14 +43,6 @@ void layer_norm(const float* x, const float* weight, const float* bias, int64_t 
     for (int64_t i = 0; i < D; ++i) out[i] = (x[i] - mean) * rstd * weight[i] + bias[i];
 }
 
-// tanh(y) = 1 - 2 / (1 + exp(2y)): one expf, about three times faster than tanhf, and
-// exact to float rounding where it matters (GELU multiplies it by u/2).
-float gelu_tanh(float u) {
-    const float k = 0.7978845608028654f;  // sqrt(2/pi)
-    const float y = k * (u + 0.044715f * u * u * u);
-    return 0.5f * u * (2.0f - 2.0f / (1.0f + std::exp(2.0f * y)));  // 0.5 u (1 + tanh y)
-}
-
 const float* weights(const Transformer& model, const std::string& name) {
     return model.parameters().get(name).data<float>();
 }
@@ -80,6 +72,15 @@ Decoder::Decoder(const Transformer& model) : config_(model.config()), rope_(mode
     hidden_.resize(4 * D), logits_.resize(config_.vocab_size);
     for (int64_t j = 0; j < d / 2; ++j) inverse_frequency_.push_back(std::pow(10000.0, -2.0 * j / d));
     rope_cos_.resize(d / 2), rope_sin_.resize(d / 2);
+    if (rope_) {
+        std::vector<float> window_cos, window_sin;  // set_angles reads the tables once they are whole
+        for (int64_t position = 0; position < T; ++position) {
+            set_angles(position);
+            window_cos.insert(window_cos.end(), rope_cos_.begin(), rope_cos_.end());
+            window_sin.insert(window_sin.end(), rope_sin_.begin(), rope_sin_.end());
+        }
+        window_cos_ = std::move(window_cos), window_sin_ = std::move(window_sin);
+    }
 }
 
 void Decoder::reset() { length_ = 0, position_ = 0; }
@@ -93,6 +94,37 @@ void Decoder::rotate(float* u) const {
         u[2 * j] = u0 * c - u1 * s;
         u[2 * j + 1] = u0 * s + u1 * c;
     }
+}
+
+// This position's angles theta_j = position · 10000^(-2j/d), in double as the training path's
+// rope; those of positions 0..T-1 computed once, in the constructor.
+void Decoder::set_angles(int64_t position) {
+    const size_t half = rope_cos_.size();
+    if (position < config_.context && !window_cos_.empty()) {
+        std::copy_n(window_cos_.data() + position * half, half, rope_cos_.data());
+        std::copy_n(window_sin_.data() + position * half, half, rope_sin_.data());
+        return;
+    }
+    for (size_t j = 0; j < half; ++j) {
+        const double theta = static_cast<double>(position) * inverse_frequency_[j];
+        rope_cos_[j] = static_cast<float>(std::cos(theta));
+        rope_sin_[j] = static_cast<float>(std::sin(theta));
+    }
+}
+
+// softmax(q·k / sqrt(d)) over the cached keys, then the weighted sum of their values.
+void Decoder::attend(Layer& layer, int64_t head, const float* q, int64_t cached, float* out) {
+    const int64_t T = config_.context, d = config_.head_width();
+    const float* keys_t = layer.keys_t.data() + head * d * padded(T);  // [d, padded(T)]
+    const float* values = layer.values.data() + head * T * padded(d);  // [T, padded(d)]
+    // scores[p] = q · key_p / sqrt(d) for every cached slot: a product with the keys' matrix.
+    float* scores = layer.weights.data() + head * T;  // [cached], softmaxed in place
+    linear(keys_t, padded(T), nullptr, q, d, cached, scores);
+    softmax_in_place(scores, cached);  // the attention weights
+    // The head's output: the values weighted by them, a product with the values' matrix.
+    linear(values, padded(d), nullptr, scores, cached, d, out);
+    if (layer.ablated[head])  // ablation: the head's output replaced, its weights kept
+        std::copy_n(layer.ablated_output.data() + head * d, d, out);
 }
 
 // q, k, v = h W^T; this position's k and v join the cache; each head's query reads every
@@ -118,18 +150,7 @@ void Decoder::attention(Layer& layer, const float* h, float* out) {
         float* values = layer.values.data() + head * T * padded(d);  // [T, padded(d)]
         for (int64_t i = 0; i < d; ++i) keys_t[i * padded(T) + slot] = k[i] * scale;  // stored pre-scaled
         std::copy_n(v_.data() + head * d, d, values + slot * padded(d));
-
-        // scores[p] = q · key_p / sqrt(d) for every cached slot: a product with the keys' matrix.
-        float* scores = layer.weights.data() + head * T;  // [cached], softmaxed in place
-        linear(keys_t, padded(T), nullptr, q, d, cached, scores);
-        const float max_score = *std::max_element(scores, scores + cached);
-        float sum = 0.0f;
-        for (int64_t p = 0; p < cached; ++p) sum += scores[p] = std::exp(scores[p] - max_score);
-        for (int64_t p = 0; p < cached; ++p) scores[p] /= sum;  // the attention weights
-        // The head's output: the values weighted by them, a product with the values' matrix.
-        linear(values, padded(d), nullptr, scores, cached, d, heads_.data() + head * d);
-        if (layer.ablated[head])  // ablation: the head's output replaced, its weights kept
-            std::copy_n(layer.ablated_output.data() + head * d, d, heads_.data() + head * d);
+        attend(layer, head, q, cached, heads_.data() + head * d);
     }
     linear(layer.out_proj_t.data(), padded(D), nullptr, heads_.data(), D, D, out);
 }
@@ -162,12 +183,7 @@ const std::vector<float>& Decoder::step(int32_t id) {
         --length_;
     }
 
-    if (rope_)  // this position's angles theta_j = position · 10000^(-2j/d), in double as the training path's rope
-        for (size_t j = 0; j < rope_cos_.size(); ++j) {
-            const double theta = static_cast<double>(position_) * inverse_frequency_[j];
-            rope_cos_[j] = static_cast<float>(std::cos(theta));
-            rope_sin_[j] = static_cast<float>(std::sin(theta));
-        }
+    if (rope_) set_angles(position_);
     std::copy_n(tok_emb_ + id * D, D, x_.data());  // x = tok_emb[id] (+ pos_emb[position])
     if (!rope_)
         for (int64_t i = 0; i < D; ++i) x_[i] += pos_emb_[position_ * D + i];
@@ -177,13 +193,79 @@ const std::vector<float>& Decoder::step(int32_t id) {
         for (int64_t i = 0; i < D; ++i) x_[i] += attn_out_[i];  // residual
         layer_norm(x_.data(), layer.ln2_weight, layer.ln2_bias, D, h_.data());
         linear(layer.fc1_t.data(), padded(4 * D), layer.fc1_bias, h_.data(), D, 4 * D, hidden_.data());
-        for (float& u : hidden_) u = gelu_tanh(u);
+        gelu_tanh_in_place(hidden_.data(), 4 * D);
         linear(layer.fc2_t.data(), padded(D), layer.fc2_bias, hidden_.data(), 4 * D, D, attn_out_.data());
         for (int64_t i = 0; i < D; ++i) x_[i] += attn_out_[i];  // residual
     }
     layer_norm(x_.data(), ln_f_weight_, ln_f_bias_, D, h_.data());
     linear(lm_head_t_.data(), padded(config_.vocab_size), nullptr, h_.data(), D, config_.vocab_size, logits_.data());
     ++length_, ++position_;
+    return logits_;
+}
+
+// The same layers as step(), for n positions at once: every matrix product over all n rows
+// (matmul_transposed gives each row matvec_transposed's bits), then each position's
+// attention over the positions up to it, in the cache slots step() would have used.
+const std::vector<float>& Decoder::prefill(const int32_t* ids, int64_t n) {
+    const int64_t D = config_.d_model, H = config_.n_heads, T = config_.context, d = config_.head_width();
+    if (n < 1 || n > T)
+        throw std::out_of_range("decoder: prefill of " + std::to_string(n) + " positions, expected 1 to " +
+                                std::to_string(T));
+    for (int64_t p = 0; p < n; ++p)
+        if (ids[p] < 0 || ids[p] >= config_.vocab_size)
+            throw std::out_of_range("decoder: id " + std::to_string(ids[p]) + " outside the vocabulary");
+    reset();
+    for (std::vector<float>* rows : {&rows_x_, &rows_h_, &rows_q_, &rows_k_, &rows_v_, &rows_heads_, &rows_out_})
+        rows->resize(T * D);
+    rows_hidden_.resize(T * 4 * D);
+
+    for (int64_t p = 0; p < n; ++p) {  // x = tok_emb[id] (+ pos_emb[p])   [n, D]
+        float* x = rows_x_.data() + p * D;
+        std::copy_n(tok_emb_ + ids[p] * D, D, x);
+        if (!rope_)
+            for (int64_t i = 0; i < D; ++i) x[i] += pos_emb_[p * D + i];
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+    for (Layer& layer : layers_) {
+        for (int64_t p = 0; p < n; ++p)
+            layer_norm(rows_x_.data() + p * D, layer.ln1_weight, layer.ln1_bias, D, rows_h_.data() + p * D);
+        matmul_transposed(layer.q_proj_t.data(), padded(D), nullptr, rows_h_.data(), D, n, D, D, rows_q_.data(), D);
+        matmul_transposed(layer.k_proj_t.data(), padded(D), nullptr, rows_h_.data(), D, n, D, D, rows_k_.data(), D);
+        matmul_transposed(layer.v_proj_t.data(), padded(D), nullptr, rows_h_.data(), D, n, D, D, rows_v_.data(), D);
+        for (int64_t p = 0; p < n; ++p) {  // rope, and every position's key and value into its slot p
+            if (rope_) set_angles(p);
+            for (int64_t head = 0; head < H; ++head) {
+                float* q = rows_q_.data() + p * D + head * d;
+                float* k = rows_k_.data() + p * D + head * d;
+                if (rope_) {
+                    rotate(q);
+                    rotate(k);
+                }
+                float* keys_t = layer.keys_t.data() + head * d * padded(T);  // [d, padded(T)]
+                float* values = layer.values.data() + head * T * padded(d);  // [T, padded(d)]
+                for (int64_t i = 0; i < d; ++i) keys_t[i * padded(T) + p] = k[i] * scale;
+                std::copy_n(rows_v_.data() + p * D + head * d, d, values + p * padded(d));
+            }
+        }
+        for (int64_t p = 0; p < n; ++p)  // position p reads slots 0..p (the last p's weights stay in layer.weights)
+            for (int64_t head = 0; head < H; ++head)
+                attend(layer, head, rows_q_.data() + p * D + head * d, p + 1, rows_heads_.data() + p * D + head * d);
+        matmul_transposed(layer.out_proj_t.data(), padded(D), nullptr, rows_heads_.data(), D, n, D, D,
+                          rows_out_.data(), D);
+        for (int64_t i = 0; i < n * D; ++i) rows_x_[i] += rows_out_[i];  // residual
+        for (int64_t p = 0; p < n; ++p)
+            layer_norm(rows_x_.data() + p * D, layer.ln2_weight, layer.ln2_bias, D, rows_h_.data() + p * D);
+        matmul_transposed(layer.fc1_t.data(), padded(4 * D), layer.fc1_bias, rows_h_.data(), D, n, D, 4 * D,
+                          rows_hidden_.data(), 4 * D);
+        gelu_tanh_in_place(rows_hidden_.data(), n * 4 * D);
+        matmul_transposed(layer.fc2_t.data(), padded(D), layer.fc2_bias, rows_hidden_.data(), 4 * D, n, 4 * D, D,
+                          rows_out_.data(), D);
+        for (int64_t i = 0; i < n * D; ++i) rows_x_[i] += rows_out_[i];  // residual
+    }
+    // The logits of the last position only: the one the caller draws from.
+    layer_norm(rows_x_.data() + (n - 1) * D, ln_f_weight_, ln_f_bias_, D, h_.data());
+    linear(lm_head_t_.data(), padded(config_.vocab_size), nullptr, h_.data(), D, config_.vocab_size, logits_.data());
+    length_ = n, position_ = n;
     return logits_;
 }
 

@@ -108,9 +108,10 @@ std::u32string generate(const Transformer& model, const Vocabulary& vocab, const
     const bool rolls = options.cache == KvCache::rolling && model.config().positions == "rope";
     std::vector<int32_t> ids = prompt_ids(vocab, prompt);
     Decoder decoder(model);
-    // Prefill: the prompt's last T characters, one position at a time (each reads the cache).
-    const std::vector<float>* cached_logits = nullptr;
-    for (size_t i = ids.size() - std::min(ids.size(), T); i < ids.size(); ++i) cached_logits = &decoder.step(ids[i]);
+    // Prefill: the prompt's last T characters, all positions at once.
+    const size_t prompt_window = std::min(ids.size(), T);
+    const std::vector<float>* cached_logits =
+        &decoder.prefill(ids.data() + ids.size() - prompt_window, static_cast<int64_t>(prompt_window));
     std::vector<double> logits(cached_logits->begin(), cached_logits->end());  // [V], for the next character
 
     std::u32string generated;
@@ -124,8 +125,7 @@ std::u32string generate(const Transformer& model, const Vocabulary& vocab, const
             cached_logits = &decoder.step(next);  // one position: O(T)
             logits.assign(cached_logits->begin(), cached_logits->end());
         } else {  // the window is full: recompute the last T characters, at positions 0..T-1
-            decoder.reset();
-            for (size_t i = ids.size() - T; i < ids.size(); ++i) cached_logits = &decoder.step(ids[i]);
+            cached_logits = &decoder.prefill(ids.data() + ids.size() - T, static_cast<int64_t>(T));
             logits.assign(cached_logits->begin(), cached_logits->end());
         }
     }

@@ -1,4 +1,4 @@
-// Matrix-vector products for one position at a time (the decoder's KV-cached sampling):
+// Matrix-vector products and activations for one position at a time (the decoder's KV-cached sampling):
 // compiled once per target and dispatched at run time like the backend's own kernels
 // (kernel_targets.hpp), so the portable build runs them in AVX2 or AVX-512 registers too.
 #pragma once
@@ -17,5 +17,20 @@ constexpr int64_t kMatvecBlock = 64;
 // row-by-row form (a dot product per output) would end every output with a sum across a register.
 void matvec_transposed(const float* W_t, int64_t stride, const float* bias, const float* x, int64_t n_in,
                        int64_t n_out, float* out);
+
+// The same product for `rows` vectors at once: out[r] = W X[r] (+ bias) for r < rows, X [rows,
+// n_in] and out [rows, n_out] with rows `x_stride` and `out_stride` floats apart. Several rows
+// share each loaded row of W_t (the registers hold a block of outputs of several rows), and
+// every output is summed in the same order as matvec_transposed's, so each row's result is
+// bit for bit matvec_transposed's.
+void matmul_transposed(const float* W_t, int64_t stride, const float* bias, const float* X, int64_t x_stride,
+                       int64_t rows, int64_t n_in, int64_t n_out, float* out, int64_t out_stride);
+
+// x = GELU(x), the tanh form, for n floats in place: the backend's own kernel
+// (activation_kernels), so sampling and training compute the same function.
+void gelu_tanh_in_place(float* x, int64_t n);
+
+// x = softmax(x) over n >= 1 floats in place (the largest subtracted first).
+void softmax_in_place(float* x, int64_t n);
 
 }  // namespace tinyformer

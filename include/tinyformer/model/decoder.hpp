@@ -27,6 +27,12 @@ public:
     // the last characters again (throws otherwise).
     const std::vector<float>& step(int32_t id);
 
+    // Forgets every cached position and feeds ids[0..n) at positions 0..n-1 (1 <= n <=
+    // context) in one pass: each layer's products for all n positions at once (several rows
+    // per loaded weight), bit for bit the logits and cache that n step() calls give. Returns
+    // the logits [V] after the last one.
+    const std::vector<float>& prefill(const int32_t* ids, int64_t n);
+
     int64_t length() const { return length_; }            // positions cached
     int64_t next_position() const { return position_; }   // absolute position of the next character
 
@@ -54,7 +60,11 @@ private:
         std::vector<bool> ablated;          // [H]
     };
     void attention(Layer& layer, const float* h, float* out);  // h [D] → out [D]
-    void rotate(float* u) const;                               // rope on one head's [d], at position_
+    // One head's query at cache slot `slot` reads slots 0..cached-1: its weights into
+    // layer.weights, its output [d] into `out`.
+    void attend(Layer& layer, int64_t head, const float* q, int64_t cached, float* out);
+    void set_angles(int64_t position);                         // rope_cos_, rope_sin_ at `position`
+    void rotate(float* u) const;                               // rope on one head's [d], at those angles
 
     ModelConfig config_;
     bool rope_;
@@ -63,9 +73,12 @@ private:
     std::vector<Layer> layers_;
     std::vector<double> inverse_frequency_;  // [d/2]: 10000^(-2j/d)
     std::vector<float> rope_cos_, rope_sin_;  // [d/2]: the current position's angles
+    std::vector<float> window_cos_, window_sin_;  // [T, d/2]: those of positions 0..T-1
     int64_t length_ = 0, position_ = 0;
     // Scratch for one position.
     std::vector<float> x_, h_, q_, k_, v_, heads_, attn_out_, hidden_, logits_;
+    // Scratch for prefill(): [context, D] each, hidden [context, 4D].
+    std::vector<float> rows_x_, rows_h_, rows_q_, rows_k_, rows_v_, rows_heads_, rows_out_, rows_hidden_;
 };
 
 }  // namespace tinyformer

@@ -16,7 +16,8 @@ namespace tinyformer {
 // Past the context, what a new character reads.
 //   window:  exactly the last `context` characters, recomputed from scratch at positions
 //            0..context-1 — what PyTorch's reference and nanoGPT do (they crop the input
-//            to the context and run the model on it). Costs `context` positions per character.
+//            to the context and run the model on it). Costs a Decoder::prefill of
+//            `context` positions per character.
 //   rolling: the cache keeps going; the oldest position drops out of attention, but the
 //            kept keys and values were computed with the longer history (rope only; learned
 //            positions end at the context, so they always use the window). One position
