@@ -8,9 +8,9 @@
 # URL, tries /split-merge; then stops the server with SIGINT. Prints a line per step and fails
 # (exit 1, one line saying why) on the first step that does not hold, on a console or page
 # error, and on a request outside the server's origin. Screenshots go to OUTDIR (explorer.png
-# is the README's). Run it from the directory the run was trained in: the run's config names its
-# corpus and probes relative to it (without them the page has no probes and no mean ablation,
-# and the name reader is taken from CHECKPOINT/inspect/circuits.json only).
+# is the README's). The run finds its corpus and probes from any directory (its checkpoint
+# stores their paths relative to itself; without them the page has no probes and no mean
+# ablation, and the name reader is taken from CHECKPOINT/inspect/circuits.json only).
 # EXPLORER_HTML=FILE (and SPLIT_MERGE_HTML=FILE) serve FILE as the page at / (at /split-merge)
 # instead of the compiled-in one: to try an edited page without a rebuild.
 # The node project is scripts/explorer-check/ (package.json and package-lock.json); its

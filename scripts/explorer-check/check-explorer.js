@@ -93,8 +93,7 @@ function nameReader(binary, checkpoint, model) {
   if (!fs.existsSync(file)) {
     const probes = model.config.data.probes_path;
     check(probes && fs.existsSync(probes),
-          `no ${file} and the run's probes ${JSON.stringify(probes)} are not found from ${process.cwd()} ` +
-          "(run the check from the directory the run was trained in)");
+          `no ${file}, and the run's probes ${JSON.stringify(probes)} are not found`);
     const out = fs.mkdtempSync(path.join(os.tmpdir(), "check-explorer-inspect-"));
     execFileSync(binary, ["inspect", "--checkpoint", checkpoint, "--probes", probes, "--out", out], { stdio: "ignore" });
     file = path.join(out, "circuits.json");
