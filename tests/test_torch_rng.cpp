@@ -75,7 +75,7 @@ TEST_CASE("TorchRng draws what torch.manual_seed(1337) draws, in the same order"
     CHECK(starts == draws["randint_1003789"].get<std::vector<int64_t>>());
 }
 
-TEST_CASE("initialise_like_torch gives torch_model.py's initial weights and leaves its stream where torch's is",
+TEST_CASE("initialise_like_torch gives the PyTorch reference's initial weights and leaves its stream where torch's is",
           "[torch_rng]") {
     for (const char* positions : {"rope", "learned"}) {
         INFO("positions " << positions);

@@ -23,7 +23,7 @@ Runner add_eval(CLI::App& app) {
         ->check(CLI::NonNegativeNumber)
         ->default_val(1337);
     cmd->add_flag("--json", request->json, "print one JSON object");
-    cmd->footer("The text is cut into consecutive windows ids[k*T : k*T+T+1], as torch_model.py eval does.");
+    cmd->footer("The text is cut into consecutive windows ids[k*T : k*T+T+1], as scripts/torch_reference.py eval does.");
     add_engine_options(cmd, *engine);
     return [cmd, request, engine]() -> int {
         if (!cmd->parsed()) return -1;
