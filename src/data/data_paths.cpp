@@ -74,14 +74,10 @@ DataConfig data_paths_resolved_from(const DataConfig& data, const std::string& d
     return out;
 }
 
-std::string first_missing_data_file(const DataConfig& data) {
-    std::string missing;
-    for_each_path(data, [&](const char* key, const std::string& path) {
-        std::error_code error;
-        if (missing.empty() && !path.empty() && !fs::exists(path, error))
-            missing = std::string(key) + ": no such file " + path;
-    });
-    return missing;
+std::vector<std::pair<const char*, const std::string*>> data_paths(const DataConfig& data) {
+    std::vector<std::pair<const char*, const std::string*>> paths;
+    for_each_path(data, [&](const char* key, const std::string& path) { paths.emplace_back(key, &path); });
+    return paths;
 }
 
 }  // namespace tinyformer

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <set>
 #include <stdexcept>
-#include <tuple>
 
 #include "tinyformer/data/data_paths.hpp"
 #include "tinyformer/engine/build_info.hpp"
@@ -246,14 +245,10 @@ LoadedModel load_model(const std::string& path) {
 }
 
 std::string missing_data_file(const LoadedModel& loaded, DataFiles which) {
-    const DataConfig &now = loaded.config.data, &stored = loaded.data_as_stored;
-    const std::tuple<const char*, const std::string*, const std::string*> paths[] = {
-        {"data.path", &now.path, &stored.path},
-        {"data.train_path", &now.train_path, &stored.train_path},
-        {"data.val_path", &now.val_path, &stored.val_path},
-        {"data.prepared", &now.prepared, &stored.prepared},
-        {"data.probes_path", &now.probes_path, &stored.probes_path}};
-    for (const auto& [key, path, as_stored] : paths) {
+    const auto now = data_paths(loaded.config.data), stored = data_paths(loaded.data_as_stored);
+    for (size_t i = 0; i < now.size(); ++i) {
+        const auto [key, path] = now[i];
+        const std::string* as_stored = stored[i].second;
         std::error_code error;
         if ((which == DataFiles::probes) != (std::string_view(key) == "data.probes_path")) continue;
         if (path->empty() || std::filesystem::exists(*path, error)) continue;

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tinyformer/data/data_config.hpp"
 
@@ -25,8 +27,7 @@ std::string path_resolved_from(const std::string& stored, const std::string& dir
 DataConfig data_paths_relative_to(const DataConfig& data, const std::string& dir);
 DataConfig data_paths_resolved_from(const DataConfig& data, const std::string& dir);
 
-// "" when every file `data` names exists; else the first missing one as
-// "data.val_path: no such file <path>".
-std::string first_missing_data_file(const DataConfig& data);
+// Every path of `data` with its key, in the config's order: {"data.path", &data.path}, ...
+std::vector<std::pair<const char*, const std::string*>> data_paths(const DataConfig& data);
 
 }  // namespace tinyformer
