@@ -36,8 +36,9 @@ public:
     int64_t length() const { return length_; }            // positions cached
     int64_t next_position() const { return position_; }   // absolute position of the next character
 
-    // What the last step() read: layer `layer`, head `head`'s attention weights over the
-    // cached slots [length()] (position p sits in slot p mod context).
+    // What the last step() (or prefill()'s last position) read: layer `layer`, head `head`'s
+    // attention weights over the cached slots [length()] (position p sits in slot p mod
+    // context).
     const float* attention_weights(int64_t layer, int64_t head) const;
 
     // Head ablation, as inspect's (ForwardHooks): from the next step() on, head `head` of
