@@ -730,23 +730,32 @@ private:
             return;
         }
         const float alpha = static_cast<float>(s.alpha);
-        if (s.trans_a && !bias && !residual && in.type == f32) {
-            // Float32 products with a transposed a — every weight gradient, dW = dYᵀ X, and attention's
-            // dV = weightsᵀ dO and dK = dScoresᵀ q — go through oneDNN's BLAS-style sgemm.
-            // Measured on this project's shapes inside a training step, it is 15-30 % faster
-            // there than the matmul primitive (whose fastest kernel first copies a transposed a),
-            // and the whole Shakespeare step 6 % faster; elsewhere the matmul primitive is as
-            // fast or faster. A batch runs one whole product per thread (sgemm called inside a
-            // parallel region keeps to its thread): 35-45 % faster than the batched primitive
-            // on attention's 64×64 blocks. beta = 1 adds into c.
+        if (in.type == f32 && !bias && (s.batch == 1 || (s.trans_a && !residual))) {
+            // Float32 products without a bias go through oneDNN's BLAS-style sgemm; so do the
+            // batched ones with a transposed a, attention's dV = weightsᵀ dO and dK = dScoresᵀ q.
+            // Measured on this project's shapes inside training steps (2 threads, Zen 4):
+            // - every weight gradient, dW = dYᵀ X (a transposed): 15-30 % faster than the
+            //   matmul primitive, whose fastest kernel first copies a transposed a;
+            // - the other products (the input gradients, the products with a residual): 5-15 %
+            //   faster, the whole Shakespeare step 3 % and the lesson's 1-2 %;
+            // - a batch with a transposed a, one whole product per thread (sgemm called inside a
+            //   parallel region keeps to its thread): 35-45 % faster than the batched primitive
+            //   on attention's 64×64 blocks.
+            // A bias stays a post-op of the matmul primitive: written into c first and added by
+            // sgemm's beta, it made the MLP's up-projection 10 % slower.
             // bf16 has no such call: its matmul kernel reads the transposed a itself, which on
             // the weight gradients' shapes takes 15-27 % longer than a plain a (measured
             // standalone) and far less than transposing it first.
             const float *a = reinterpret_cast<const float*>(in.a), *b = reinterpret_cast<const float*>(in.b);
-            const float beta = s.accumulate ? 1.0f : 0.0f;
+            float beta = s.accumulate ? 1.0f : 0.0f;
+            if (residual) {  // c = residual, then c += a @ b (gemm_residual never accumulates)
+                std::copy(residual, residual + s.M * s.N, c);
+                beta = 1.0f;
+            }
             auto product = [&](int64_t i) {  // entry i of the batch; true if it failed
-                return dnnl_sgemm('T', s.trans_b ? 'T' : 'N', s.M, s.N, s.K, alpha, a + i * s.stride_a, s.M,
-                                  b + i * s.stride_b, s.trans_b ? s.K : s.N, beta, c + i * s.stride_c, s.N) != dnnl_success;
+                return dnnl_sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.M, s.N, s.K, alpha,
+                                  a + i * s.stride_a, s.trans_a ? s.M : s.K, b + i * s.stride_b,
+                                  s.trans_b ? s.K : s.N, beta, c + i * s.stride_c, s.N) != dnnl_success;
             };
             bool failed = false;
             if (s.batch == 1) {
