@@ -9,6 +9,8 @@
 // which must come before oneDNN's first primitive). For the lesson and the Shakespeare
 // shapes, 2 threads, it times the work where oneDNN has a primitive:
 //   GELU forward and backward: the own Highway kernels against oneDNN's eltwise gelu_tanh;
+//   layer norm forward and backward: the own kernels against oneDNN's layer normalization
+//     (with scale and shift, the variance turned into rstd and back as the backend did);
 //   causal attention forward and backward: the own per-(batch, head) blocks against
 //     oneDNN's batched matmuls with the softmax between them (Backend's composition).
 // Each line: median milliseconds over REPEATS (default 21) calls after 3 warm-ups, and the
@@ -93,6 +95,49 @@ struct OnednnGelu {
     }
 };
 
+// oneDNN's layer normalization over rows [N, C], with scale and shift, as the backend ran it
+// before its own kernels: the forward reports the variance, which becomes rstd in a loop; the
+// backward takes a variance again (1/rstd² with eps 0) and a shift, which it does not read.
+struct OnednnLayerNorm {
+    dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+    dnnl::stream stream{engine};
+    dnnl::primitive forward, backward;
+    memory::desc data, stats, channels;
+    std::vector<float> variance, unused_shift;
+
+    OnednnLayerNorm(int64_t N, int64_t C)
+        : data({N, C}, memory::data_type::f32, memory::format_tag::ab),
+          stats({N}, memory::data_type::f32, memory::format_tag::a),
+          channels({C}, memory::data_type::f32, memory::format_tag::a), variance(N), unused_shift(C, 0.0f) {
+        const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+        forward = dnnl::layer_normalization_forward(onednn::layer_norm_forward(engine, data, stats, 1e-5f, flags));
+        const auto hint = onednn::layer_norm_forward(engine, data, stats, 0.0f, flags);
+        backward = dnnl::layer_normalization_backward(onednn::layer_norm_backward(engine, data, stats, 0.0f, flags, hint));
+    }
+    memory in(const memory::desc& desc, const Tensor& t) {
+        return memory(desc, engine, const_cast<float*>(t.data<float>()));
+    }
+    void run_forward(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y, Tensor& mean, Tensor& rstd) {
+        float* pr = rstd.data<float>();
+        forward.execute(stream, {{DNNL_ARG_SRC, in(data, x)}, {DNNL_ARG_DST, in(data, y)}, {DNNL_ARG_SCALE, in(channels, w)},
+                                 {DNNL_ARG_SHIFT, in(channels, b)}, {DNNL_ARG_MEAN, in(stats, mean)},
+                                 {DNNL_ARG_VARIANCE, memory(stats, engine, pr)}});
+        stream.wait();
+        for (int64_t n = 0; n < rstd.numel(); ++n) pr[n] = static_cast<float>(1.0 / std::sqrt(double(pr[n]) + 1e-5));
+    }
+    void run_backward(const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd, const Tensor& dy,
+                      Tensor& dx, Tensor& dw, Tensor& db) {
+        const float* pr = rstd.data<float>();
+        for (int64_t n = 0; n < rstd.numel(); ++n) variance[n] = 1.0f / (pr[n] * pr[n]);
+        backward.execute(stream, {{DNNL_ARG_SRC, in(data, x)}, {DNNL_ARG_DIFF_DST, in(data, dy)},
+                                  {DNNL_ARG_DIFF_SRC, in(data, dx)}, {DNNL_ARG_SCALE, in(channels, w)},
+                                  {DNNL_ARG_SHIFT, memory(channels, engine, unused_shift.data())},
+                                  {DNNL_ARG_DIFF_SCALE, in(channels, dw)}, {DNNL_ARG_DIFF_SHIFT, in(channels, db)},
+                                  {DNNL_ARG_MEAN, in(stats, mean)}, {DNNL_ARG_VARIANCE, memory(stats, engine, variance.data())}});
+        stream.wait();
+    }
+};
+
 struct Shape4 {
     const char* name;
     int64_t B, H, T, D;
@@ -138,6 +183,23 @@ int main(int argc, char** argv) {
         backend->gelu_forward(x, y);
         line("GELU backward", s, median_ms([&] { backend->gelu_backward(x, y, dy, dx); }, repeats),
              median_ms([&] { onednn.run_backward(x, dy, dx); }, repeats));
+
+        // Layer norm on the residual stream [B·T, D].
+        {
+            const Tensor x_ln = random({rows, s.D}, 7), w = random({s.D}, 8), b = random({s.D}, 9),
+                         dy_ln = random({rows, s.D}, 10);
+            Tensor y_ln = Tensor::zeros(x_ln.shape()), dx_ln = Tensor::zeros(x_ln.shape());
+            Tensor mean = Tensor::zeros({rows}), rstd = Tensor::zeros({rows});
+            Tensor dw = Tensor::zeros({s.D}), db = Tensor::zeros({s.D});
+            OnednnLayerNorm onednn_ln(rows, s.D);
+            line("layer norm forward", s,
+                 median_ms([&] { backend->layer_norm_forward(x_ln, w, b, 1e-5, y_ln, mean, rstd); }, repeats),
+                 median_ms([&] { onednn_ln.run_forward(x_ln, w, b, y_ln, mean, rstd); }, repeats));
+            backend->layer_norm_forward(x_ln, w, b, 1e-5, y_ln, mean, rstd);
+            line("layer norm backward", s,
+                 median_ms([&] { backend->layer_norm_backward(x_ln, w, mean, rstd, dy_ln, dx_ln, dw, db); }, repeats),
+                 median_ms([&] { onednn_ln.run_backward(x_ln, w, mean, rstd, dy_ln, dx_ln, dw, db); }, repeats));
+        }
 
         // Causal attention over [B, H, T, d].
         const Tensor q = random({s.B, s.H, s.T, d}, 3), k = random({s.B, s.H, s.T, d}, 4),

@@ -159,6 +159,12 @@ std::vector<OpCase> op_cases() {
          [](auto& x) { return embedding(x[0], Tensor::ids({3, 1, 3, 0, 10, 3, 1, 7, 7, 2}, {2, 5})); }},
         {"layer_norm", {{5, 7, 12}, {12}, {12}}, [](auto& x) { return layer_norm(x[0], x[1], x[2]); }},
         {"layer_norm d_model 64", {{3, 33, 64}, {64}, {64}}, [](auto& x) { return layer_norm(x[0], x[1], x[2]); }},
+        // past the one-thread size: blocks of rows, and of columns for the parameters; 100
+        // columns: whole registers, then a tail
+        {"layer_norm d_model 128 in blocks", {{12, 64, 128}, {128}, {128}},
+         [](auto& x) { return layer_norm(x[0], x[1], x[2]); }},
+        {"layer_norm d_model 100 in blocks", {{3, 128, 100}, {100}, {100}},
+         [](auto& x) { return layer_norm(x[0], x[1], x[2]); }},
         {"gelu", {{5, 7, 3}}, [](auto& x) { return gelu(scale(x[0], 3.0)); }},
         {"gelu large", {{4, 64, 256}}, [](auto& x) { return gelu(x[0]); }},
         {"softmax", {{5, 7, 3}}, [](auto& x) { return softmax(x[0]); }},

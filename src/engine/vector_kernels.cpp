@@ -9,6 +9,7 @@
 #include "tinyformer/engine/vector_kernels.hpp"
 
 #include "engine/backends/activation_kernels.hpp"
+#include "engine/backends/layer_norm_kernels.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace tinyformer::HWY_NAMESPACE {
@@ -108,6 +109,10 @@ void matmul_transposed(const float* W_t, int64_t stride, const float* bias, cons
 }
 
 void gelu_tanh_in_place(float* x, int64_t n) { detail::gelu_forward_span(x, x, n); }
+
+void layer_norm_row(const float* x, const float* weight, const float* bias, int64_t n, float eps, float* out) {
+    detail::layer_norm_rows(x, weight, bias, 1, n, eps, out, nullptr, nullptr);
+}
 
 void softmax_in_place(float* x, int64_t n) { detail::softmax_row(x, x, n, n); }
 

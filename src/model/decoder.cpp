@@ -32,15 +32,9 @@ std::vector<float> transposed(const Transformer& model, const std::string& name)
     return w_t;
 }
 
+// The model's layer norm (eps 1e-5, as training's) on one position: engine/vector_kernels.
 void layer_norm(const float* x, const float* weight, const float* bias, int64_t D, float* out) {
-    float mean = 0.0f;
-    for (int64_t i = 0; i < D; ++i) mean += x[i];
-    mean /= static_cast<float>(D);
-    float variance = 0.0f;
-    for (int64_t i = 0; i < D; ++i) variance += (x[i] - mean) * (x[i] - mean);
-    variance /= static_cast<float>(D);
-    const float rstd = 1.0f / std::sqrt(variance + 1e-5f);
-    for (int64_t i = 0; i < D; ++i) out[i] = (x[i] - mean) * rstd * weight[i] + bias[i];
+    layer_norm_row(x, weight, bias, D, 1e-5f, out);
 }
 
 const float* weights(const Transformer& model, const std::string& name) {

@@ -30,6 +30,10 @@ void matmul_transposed(const float* W_t, int64_t stride, const float* bias, cons
 // (activation_kernels), so sampling and training compute the same function.
 void gelu_tanh_in_place(float* x, int64_t n);
 
+// out [n] = layer norm of x [n] with weight and bias (eps inside the square root): the
+// backend's own kernel (layer_norm_kernels), so sampling normalises as training does.
+void layer_norm_row(const float* x, const float* weight, const float* bias, int64_t n, float eps, float* out);
+
 // x = softmax(x) over n >= 1 floats in place (the largest subtracted first).
 void softmax_in_place(float* x, int64_t n);
 

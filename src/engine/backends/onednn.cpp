@@ -1,9 +1,9 @@
 // The oneDNN backend: float32 kernels from oneDNN (Intel's library of deep-learning
 // primitives) for the work that matters — every matrix product, with its bias, its scale, the
-// residual stream or the gradient accumulation applied by the product; layer norm; the
-// softmax backward — and OpenMP loops for the rest: the elementwise and data-movement ops,
-// GELU, and causal attention one (batch, head) at a time with its blocks in cache
-// (attention_blocks.cpp), each measured faster here than oneDNN's own. float64 calls (the
+// residual stream or the gradient accumulation applied by the product; the softmax backward —
+// and OpenMP loops for the rest: the elementwise and data-movement ops, and the own kernels
+// (GELU, layer norm, and causal attention one (batch, head) at a time with its blocks in
+// cache, attention_blocks.cpp), each measured faster here than oneDNN's own. float64 calls (the
 // gradient checks) go to the reference backend untouched, so they stay exact.
 //
 // oneDNN in three sentences. A *primitive* is a kernel generated (JIT) for one exact
@@ -31,6 +31,7 @@
 #include "tinyformer/engine/bf16.hpp"
 #include "activation_kernels.hpp"
 #include "attention_blocks.hpp"
+#include "layer_norm_kernels.hpp"
 #include "onednn_compat.hpp"
 #include "rotate_pairs.hpp"
 
@@ -57,6 +58,20 @@ void for_each_span(int64_t total, SpanTask&& task) {
     const int64_t spans = (total + span - 1) / span;
 #pragma omp parallel for schedule(static) if (total > kParallelWork)
     for (int64_t s = 0; s < spans; ++s) task(s * span, std::min(span, total - s * span));
+}
+
+// Rows of an [N, C] tensor are worked on in blocks of about a span's floats (for_each_span):
+// row_block(C) rows each, row_blocks(N, C) of them.
+int64_t row_block(int64_t C) { return std::max<int64_t>(1, 4096 / std::max<int64_t>(C, 1)); }
+int64_t row_blocks(int64_t N, int64_t C) { return (N + row_block(C) - 1) / row_block(C); }
+
+// task(first, rows) for each block of rows of an [N, C] tensor, one run of blocks per thread
+// (static), or all of them on one thread when the tensor is small.
+template <class RowTask>
+void for_each_row_block(int64_t N, int64_t C, RowTask&& task) {
+    const int64_t block = row_block(C), blocks = row_blocks(N, C);
+#pragma omp parallel for schedule(static) if (N * C > kParallelWork)
+    for (int64_t b = 0; b < blocks; ++b) task(b * block, std::min(block, N - b * block));
 }
 
 // A primitive ready to run, with one memory object per argument (DNNL_ARG_SRC, ...). The
@@ -358,28 +373,19 @@ public:
 
     // ---- layer norm ----
 
+    // The own kernels (layer_norm_kernels.cpp), rows split over threads. Measured against
+    // oneDNN's layer normalization primitive on the Shakespeare shape's [768,128], 2 threads,
+    // per target (scripts/bench_own_vs_onednn.cpp, docs/measurements.md): see there.
     void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
                             Tensor& mean, Tensor& rstd) override {
         if (x.dtype() != DType::f32) return reference_->layer_norm_forward(x, weight, bias, eps, y, mean, rstd);
         const int64_t C = x.dim(-1), N = x.numel() / C;
-        if (N == 0) return;
-        const float epsilon = static_cast<float>(eps);
-        int32_t eps_bits;
-        std::memcpy(&eps_bits, &epsilon, sizeof eps_bits);
-        Kernel& k = cached(key_of("layer_norm_forward", {N, C, eps_bits}), [&] {
-            const memory::desc data({N, C}, f32, memory::format_tag::ab), stats({N}, f32, memory::format_tag::a);
-            const memory::desc channels({C}, f32, memory::format_tag::a);
-            const auto pd = onednn::layer_norm_forward(engine_, data, stats, epsilon, scale_and_shift());
-            return make_kernel(dnnl::layer_normalization_forward(pd),
-                               {{DNNL_ARG_SRC, data}, {DNNL_ARG_DST, data}, {DNNL_ARG_SCALE, channels},
-                                {DNNL_ARG_SHIFT, channels}, {DNNL_ARG_MEAN, stats}, {DNNL_ARG_VARIANCE, stats}});
+        const float *px = x.data<float>(), *pw = weight.data<float>(), *pb = bias.data<float>();
+        float *py = y.data<float>(), *pm = mean.data<float>(), *pr = rstd.data<float>();
+        for_each_row_block(N, C, [&](int64_t first, int64_t rows) {
+            detail::layer_norm_rows(px + first * C, pw, pb, rows, C, static_cast<float>(eps), py + first * C,
+                                    pm + first, pr + first);
         });
-        // oneDNN reports the variance; the backward wants 1/sqrt(variance + eps), so the
-        // variance is written into rstd and turned into it there.
-        float* pr = rstd.data<float>();
-        run(k, {{DNNL_ARG_SRC, x.data<float>()}, {DNNL_ARG_DST, y.data<float>()}, {DNNL_ARG_SCALE, weight.data<float>()},
-                {DNNL_ARG_SHIFT, bias.data<float>()}, {DNNL_ARG_MEAN, mean.data<float>()}, {DNNL_ARG_VARIANCE, pr}});
-        for (int64_t n = 0; n < N; ++n) pr[n] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(pr[n]) + eps));
     }
 
     void layer_norm_backward(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
@@ -387,33 +393,27 @@ public:
         if (x.dtype() != DType::f32)
             return reference_->layer_norm_backward(x, weight, mean, rstd, dy, dx, d_weight, d_bias);
         const int64_t C = x.dim(-1), N = x.numel() / C;
-        if (N == 0) {
-            d_weight.fill(0.0);
-            return d_bias.fill(0.0);
-        }
-        Kernel& k = cached(key_of("layer_norm_backward", {N, C}), [&] {
-            const memory::desc data({N, C}, f32, memory::format_tag::ab), stats({N}, f32, memory::format_tag::a);
-            const memory::desc channels({C}, f32, memory::format_tag::a);
-            // eps 0: the variance handed over below already includes the forward's eps.
-            const auto hint = onednn::layer_norm_forward(engine_, data, stats, 0.0f, scale_and_shift());
-            const auto pd = onednn::layer_norm_backward(engine_, data, stats, 0.0f, scale_and_shift(), hint);
-            return make_kernel(dnnl::layer_normalization_backward(pd),
-                               {{DNNL_ARG_SRC, data}, {DNNL_ARG_DIFF_DST, data}, {DNNL_ARG_DIFF_SRC, data},
-                                {DNNL_ARG_SCALE, channels}, {DNNL_ARG_SHIFT, channels}, {DNNL_ARG_DIFF_SCALE, channels},
-                                {DNNL_ARG_DIFF_SHIFT, channels}, {DNNL_ARG_MEAN, stats}, {DNNL_ARG_VARIANCE, stats}});
+        const float *px = x.data<float>(), *pw = weight.data<float>(), *pm = mean.data<float>(),
+                    *pr = rstd.data<float>(), *pdy = dy.data<float>();
+        float *pdx = dx.data<float>(), *pdw = d_weight.data<float>(), *pdb = d_bias.data<float>();
+        // Each block of rows gives its share of d_weight and d_bias ([2, C] of parameter_shares_),
+        // added up below in block order: the same sums whatever the number of threads.
+        const int64_t blocks = row_blocks(N, C);
+        parameter_shares_.resize(blocks * 2 * C);
+        for_each_row_block(N, C, [&](int64_t first, int64_t rows) {
+            float* share = parameter_shares_.data() + first / row_block(C) * 2 * C;
+            detail::layer_norm_backward_rows(px + first * C, pw, pm + first, pr + first, pdy + first * C, rows, C,
+                                             pdx + first * C, share, share + C);
         });
-        // Only rstd was saved; oneDNN wants a variance, and with eps 0, 1/rstd² is the one
-        // that gives back this rstd. It also insists on a shift (the bias), which the
-        // gradients do not depend on: zeros stand in for it.
-        variance_.resize(N);
-        const float* pr = rstd.data<float>();
-        for (int64_t n = 0; n < N; ++n) variance_[n] = 1.0f / (pr[n] * pr[n]);
-        unused_shift_.assign(C, 0.0f);
-        run(k, {{DNNL_ARG_SRC, x.data<float>()}, {DNNL_ARG_DIFF_DST, dy.data<float>()},
-                {DNNL_ARG_DIFF_SRC, dx.data<float>()}, {DNNL_ARG_SCALE, weight.data<float>()},
-                {DNNL_ARG_SHIFT, unused_shift_.data()},
-                {DNNL_ARG_DIFF_SCALE, d_weight.data<float>()}, {DNNL_ARG_DIFF_SHIFT, d_bias.data<float>()},
-                {DNNL_ARG_MEAN, mean.data<float>()}, {DNNL_ARG_VARIANCE, variance_.data()}});
+        std::fill(pdw, pdw + C, 0.0f);
+        std::fill(pdb, pdb + C, 0.0f);
+        for (int64_t block = 0; block < blocks; ++block) {
+            const float* share = parameter_shares_.data() + block * 2 * C;
+            for (int64_t c = 0; c < C; ++c) {
+                pdw[c] += share[c];
+                pdb[c] += share[C + c];
+            }
+        }
     }
 
     // ---- GELU ----
@@ -652,10 +652,6 @@ public:
 
 private:
     // Layer norm with a per-channel weight (oneDNN: scale) and bias (shift).
-    static dnnl::normalization_flags scale_and_shift() {
-        return dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
-    }
-
     // cos and sin of every angle rope needs for one (start, T, d), [T, d/2] each.
     struct RopeTable {
         int64_t start = -1, T = 0, d = 0;
@@ -667,8 +663,8 @@ private:
     dnnl::engine engine_{dnnl::engine::kind::cpu, 0};
     dnnl::stream stream_{engine_};
     std::unordered_map<std::string, Kernel> kernels_;
+    std::vector<float> parameter_shares_;  // layer_norm_backward's, [blocks of rows, 2, C]
     RopeTable rope_table_;  // the last one made: training asks for the same one every time
-    std::vector<float> variance_, unused_shift_;  // layer_norm_backward's scratch [N], [C]
     std::vector<double> row_losses_;  // cross_entropy_forward's scratch [N]
     std::vector<float> attention_scratch_;  // for_each_head's, for every thread
 
