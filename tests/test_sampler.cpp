@@ -100,6 +100,33 @@ TEST_CASE("KV-cache generation equals full recomputation", "[sampler]") {
     }
 }
 
+TEST_CASE("a decoder kept from sample to sample gives what a new one gives", "[sampler]") {
+    ModelConfig config{.vocab_size = 7, .d_model = 16, .n_heads = 2, .n_layers = 2, .context = 12};
+    Transformer model(config, 21);
+    for (const auto& [name, p] : model.parameters().named()) {
+        Tensor param = p;
+        Rng rng(6);
+        for (int64_t i = 0; i < param.numel(); ++i) param.data<float>()[i] += static_cast<float>(rng.normal(0, 0.3));
+    }
+    Vocabulary vocab = letters(7);
+    SampleOptions window, rolling, short_one;
+    window.max_new = rolling.max_new = 40;  // past the context of 12
+    rolling.cache = KvCache::rolling;
+    short_one.max_new = 3;
+    Decoder kept(model);
+    // Each sample after another one, long or short, rolling or not, from a long prompt or a
+    // short one: as a fresh decoder's.
+    const std::vector<std::pair<std::u32string, SampleOptions>> runs = {
+        {U"bca", window}, {U"gfedcbagfedcbag", rolling}, {U"a", short_one}, {U"bca", rolling}, {U"bca", window}};
+    for (size_t i = 0; i < runs.size(); ++i) {
+        INFO("sample " << i);
+        const auto& [prompt, options] = runs[i];
+        Rng a(11 + i), b(11 + i);
+        REQUIRE(encode_utf8(generate(kept, vocab, prompt, options, a)) ==
+                encode_utf8(generate(model, vocab, prompt, options, b)));
+    }
+}
+
 TEST_CASE("learned positions restart the window beyond the context, matching recomputation", "[sampler]") {
     ModelConfig config{.vocab_size = 5, .d_model = 8, .n_heads = 2, .n_layers = 2, .context = 6, .positions = "learned"};
     Transformer model(config, 4);

@@ -60,10 +60,11 @@ Runner add_sample(CLI::App& app) {
         if (prompt.empty()) throw InputError("--prompt: empty, expected at least one character to continue");
         loaded.vocab.encode(prompt, "--prompt");  // unknown characters: an error before any output
         Rng rng(args->seed);
+        Decoder decoder(*loaded.model);  // one for every sample
         for (int64_t i = 0; i < args->num_samples; ++i) {
             if (args->num_samples > 1) std::printf("--- sample %lld ---\n", static_cast<long long>(i + 1));
             std::fputs(args->prompt.c_str(), stdout);
-            generate(*loaded.model, loaded.vocab, prompt, options, rng, [](char32_t c) {
+            generate(decoder, loaded.vocab, prompt, options, rng, [](char32_t c) {
                 std::fputs(encode_utf8(c).c_str(), stdout);
                 std::fflush(stdout);
             });

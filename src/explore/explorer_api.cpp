@@ -178,13 +178,14 @@ ExplorerApi::ExplorerApi(const std::string& checkpoint) : loaded_(load_model(che
     // The probes, each answered greedily by the same decoder as sampling.
     if (!data.probes_path.empty() && fs::exists(data.probes_path)) {
         probes_ = load_probes(data.probes_path);
+        Decoder decoder(model);
         for (const Probe& probe : probes_) {
             loaded_.vocab.encode(probe.prompt + probe.answer, data.probes_path);
             SampleOptions greedy;
             greedy.temperature = 0;
             greedy.max_new = static_cast<int64_t>(probe.answer.size());
             Rng unused(0);
-            probe_answers_.push_back(generate(model, loaded_.vocab, probe.prompt, greedy, unused));
+            probe_answers_.push_back(generate(decoder, loaded_.vocab, probe.prompt, greedy, unused));
         }
     } else {
         notes_.push_back(data.probes_path.empty() ? "the run has no probes"

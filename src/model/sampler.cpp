@@ -104,10 +104,15 @@ static bool ends_with(const std::u32string& text, const std::u32string& tail) {
 
 std::u32string generate(const Transformer& model, const Vocabulary& vocab, const std::u32string& prompt,
                         const SampleOptions& options, Rng& rng, const std::function<void(char32_t)>& on_char) {
-    const size_t T = static_cast<size_t>(model.config().context);
-    const bool rolls = options.cache == KvCache::rolling && model.config().positions == "rope";
-    std::vector<int32_t> ids = prompt_ids(vocab, prompt);
     Decoder decoder(model);
+    return generate(decoder, vocab, prompt, options, rng, on_char);
+}
+
+std::u32string generate(Decoder& decoder, const Vocabulary& vocab, const std::u32string& prompt,
+                        const SampleOptions& options, Rng& rng, const std::function<void(char32_t)>& on_char) {
+    const size_t T = static_cast<size_t>(decoder.config().context);
+    const bool rolls = options.cache == KvCache::rolling && decoder.config().positions == "rope";
+    std::vector<int32_t> ids = prompt_ids(vocab, prompt);
     // Prefill: the prompt's last T characters, all positions at once.
     const size_t prompt_window = std::min(ids.size(), T);
     const std::vector<float>* cached_logits =

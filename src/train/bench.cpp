@@ -100,12 +100,14 @@ std::vector<double> measure_training(const BenchOptions& options, BenchResult& r
 std::vector<double> chars_per_second(const Transformer& model, const Vocabulary& vocab, const std::u32string& prompt,
                                      SampleOptions sample, int64_t chars, const BenchOptions& options) {
     Rng rng(options.seed);
-    generate(model, vocab, prompt, sample, rng);  // warm-up
+    Decoder decoder(model);  // made once, as sample --num-samples and the probes do
+    generate(decoder, vocab, prompt, sample, rng);  // warm-up
     std::vector<double> figures;
     for (int64_t r = 0; r < options.repeats; ++r) {
         int64_t generated = 0;
         const auto start = Clock::now();
-        while (generated < chars) generated += static_cast<int64_t>(generate(model, vocab, prompt, sample, rng).size());
+        while (generated < chars)
+            generated += static_cast<int64_t>(generate(decoder, vocab, prompt, sample, rng).size());
         figures.push_back(static_cast<double>(generated) / seconds_since(start));
     }
     return figures;

@@ -93,9 +93,10 @@ ProbeScore score_probes(const Transformer& model, const Vocabulary& vocab, const
     SampleOptions greedy;
     greedy.temperature = 0;
     Rng unused(0);
+    Decoder decoder(model);  // one for every probe
     for (const Probe& probe : probes) {
         greedy.max_new = static_cast<int64_t>(probe.answer.size());
-        ProbeResult result{probe, generate(model, vocab, probe.prompt, greedy, unused), false};
+        ProbeResult result{probe, generate(decoder, vocab, probe.prompt, greedy, unused), false};
         result.correct = result.answer_given == probe.answer;
         auto& [kind_correct, kind_total] = score.by_kind[probe.kind];
         ++kind_total;

@@ -33,6 +33,7 @@ public:
     // the logits [V] after the last one.
     const std::vector<float>& prefill(const int32_t* ids, int64_t n);
 
+    const ModelConfig& config() const { return config_; }
     int64_t length() const { return length_; }            // positions cached
     int64_t next_position() const { return position_; }   // absolute position of the next character
 

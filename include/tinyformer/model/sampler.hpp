@@ -9,6 +9,7 @@
 
 #include "tinyformer/data/text.hpp"
 #include "tinyformer/engine/rng.hpp"
+#include "tinyformer/model/decoder.hpp"
 #include "tinyformer/model/model.hpp"
 
 namespace tinyformer {
@@ -60,6 +61,14 @@ int32_t draw(const std::vector<double>& probabilities, Rng& rng);
 // prompt). Past the context, options.cache says what a new character reads. `on_char`, if
 // given, sees each character as it is generated.
 std::u32string generate(const Transformer& model, const Vocabulary& vocab, const std::u32string& prompt,
+                        const SampleOptions& options, Rng& rng,
+                        const std::function<void(char32_t)>& on_char = nullptr);
+
+// The same with a decoder made once and kept for call after call (a model's probes, several
+// samples): making one copies every weight matrix transposed, which at the Shakespeare shape
+// costs as much as generating 60 characters. Each call starts afresh (prefill resets the
+// cache); head ablations set on the decoder stay.
+std::u32string generate(Decoder& decoder, const Vocabulary& vocab, const std::u32string& prompt,
                         const SampleOptions& options, Rng& rng,
                         const std::function<void(char32_t)>& on_char = nullptr);
 
