@@ -306,15 +306,20 @@ void print_bench_report(const RunConfig& config, const BenchOptions& options, co
     std::printf("  train    %s tokens/s   median of %lld × %lld steps (range %s–%s)\n",
                 thousands(result.train_median()).c_str(), (long long)options.repeats,
                 (long long)options.steps_per_repeat, thousands(*train_min).c_str(), thousands(*train_max).c_str());
-    std::printf("  sample   %s chars/s    within the context: one stream, KV cache, %d thread%s, median of "
+    // The sampling figures right-aligned on one another.
+    const std::string within = thousands(result.sample_median()),
+                      window = thousands(median(result.sample_window_chars_per_s)),
+                      rolling = result.sample_rolling_chars_per_s.empty()
+                                    ? ""
+                                    : thousands(median(result.sample_rolling_chars_per_s));
+    const int width = static_cast<int>(std::max({within.size(), window.size(), rolling.size()}));
+    std::printf("  sample   %*s chars/s   within the context: one stream, KV cache, %d thread%s, median of "
                 "%lld × %lld chars\n",
-                thousands(result.sample_median()).c_str(), options.sample_threads,
-                options.sample_threads == 1 ? "" : "s", (long long)options.repeats, (long long)options.sample_chars);
-    std::printf("           %s chars/s    past the context, --cache window (recomputes the last %lld characters)\n",
-                thousands(median(result.sample_window_chars_per_s)).c_str(), (long long)m.context);
-    if (!result.sample_rolling_chars_per_s.empty())
-        std::printf("           %s chars/s    past the context, --cache rolling\n",
-                    thousands(median(result.sample_rolling_chars_per_s)).c_str());
+                width, within.c_str(), options.sample_threads, options.sample_threads == 1 ? "" : "s",
+                (long long)options.repeats, (long long)options.sample_chars);
+    std::printf("           %*s chars/s   past the context, --cache window (recomputes the last %lld characters)\n",
+                width, window.c_str(), (long long)m.context);
+    if (!rolling.empty()) std::printf("           %*s chars/s   past the context, --cache rolling\n", width, rolling.c_str());
     std::printf("  model    %.3f MFLOP per training token\n", result.flops_per_token / 1e6);
     std::printf("  achieved %.1f GFLOP/s = %.0f %% of the GEMM peak, %.1f GFLOP/s (%lld×%lld×%lld, this run)\n",
                 result.gflops(), 100.0 * result.gflops() / peak.gflops, peak.gflops, (long long)peak.M,
