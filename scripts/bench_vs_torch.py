@@ -12,7 +12,7 @@ the project does not.
 
   scripts/bench_vs_torch.py [--torch auto|local|root] [--variants naive,sdpa,naive+compile,sdpa+compile]
                             [--rounds 5] [--threads 2] [--only lesson_b32,lesson_b8,shakespeare]
-                            [--precision float32|bf16] [--tinyformer build/tinyformer]
+                            [--precision float32|bf16] [--tinyformer build/tinyformer] [--isa native|avx2]
 
 PyTorch (--torch): `local` is this machine's /usr/bin/python3 (Debian 12's python3-torch is
 1.13, which has neither the fused attention nor torch.compile: only the naive variant runs
@@ -27,6 +27,12 @@ F.scaled_dot_product_attention(is_causal=True); +compile runs the model under to
 
 With --precision bf16, tinyformer trains with train.precision = "bf16" and every PyTorch
 variant runs its forward under torch.autocast("cpu", dtype=torch.bfloat16).
+
+With --isa avx2 both sides run AVX2 code on an AVX-512 machine, a stand-in for an AVX2-only
+CPU (not the same: the caches and the clock stay the AVX-512 machine's): tinyformer with
+TINYFORMER_ISA=avx2 and ONEDNN_MAX_CPU_ISA=AVX2, PyTorch with ATEN_CPU_CAPABILITY=avx2 and
+OPENBLAS_CORETYPE=Haswell (OpenBLAS's AVX2 kernels). The bench checks that PyTorch reports
+avx2 before timing.
 """
 import argparse, json, os, shutil, statistics, subprocess, sys
 
@@ -63,12 +69,17 @@ def shakespeare_text():
 # and its training to about 60 % of its speed. PyTorch runs without them: its own best.
 TORCH_ENV = {k: v for k, v in os.environ.items() if not k.startswith("OPENBLAS_")}
 
+# --isa avx2: each side's switches to its AVX2 code.
+AVX2_TORCH_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}
+AVX2_TINYFORMER_ENV = {"TINYFORMER_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+
 
 class Torch:
     """Where PyTorch runs: this machine's python3, or a Debian 13 root's (chroot, clean environment)."""
 
-    def __init__(self, where):
+    def __init__(self, where, extra_env=None):
         self.root = None
+        self.extra_env = extra_env or {}  # for PyTorch's process, here or inside the root
         if where == "auto":
             local = subprocess.run(["/usr/bin/python3", "-c", "import torch; print(torch.__version__)"],
                                    capture_output=True, text=True)
@@ -87,10 +98,11 @@ class Torch:
         self.where = where
 
     def command(self, *args):
+        extra = [f"{k}={v}" for k, v in self.extra_env.items()]
         if self.root is None:
-            return ["/usr/bin/python3", VARIANTS] + list(args)
+            return ["/usr/bin/env"] + extra + ["/usr/bin/python3", VARIANTS] + list(args)
         return ["chroot", self.root, "/usr/bin/env", "-i", "HOME=/root", "LANG=C.UTF-8", "PATH=/usr/bin:/bin",
-                "/usr/bin/python3", self.inside + "/torch_variants.py"] + list(args)
+                *extra, "/usr/bin/python3", self.inside + "/torch_variants.py"] + list(args)
 
     def has_compiler(self):
         return os.path.exists((self.root or "") + "/usr/bin/g++")
@@ -127,11 +139,15 @@ def main():
     p.add_argument("--only", default=",".join(WORKLOADS))
     p.add_argument("--precision", choices=["float32", "bf16"], default="float32")
     p.add_argument("--tinyformer", default=os.path.join(ROOT, "build", "tinyformer"))
+    p.add_argument("--isa", choices=["native", "avx2"], default="native")
     a = p.parse_args()
     bf16 = a.precision == "bf16"
     shakespeare = shakespeare_text() if "shakespeare" in a.only.split(",") else None
-    torch = Torch(a.torch)
+    torch = Torch(a.torch, AVX2_TORCH_ENV if a.isa == "avx2" else None)
+    ours_env = dict(os.environ, **AVX2_TINYFORMER_ENV) if a.isa == "avx2" else None
     info = run_json(torch.command("info"), TORCH_ENV)
+    if a.isa == "avx2" and str(info.get("cpu_capability")).lower() != "avx2":
+        sys.exit(f"bench_vs_torch: --isa avx2: PyTorch reports cpu capability {info.get('cpu_capability')}, not avx2")
     if info["blas"] not in ("openblas", "mkl"):
         sys.exit(f"bench_vs_torch: PyTorch {info['torch']} runs its products on {info['blas']} BLAS, not OpenBLAS "
                  "or MKL: install libopenblas0-openmp where it runs")
@@ -145,13 +161,15 @@ def main():
         variants = [v for v in variants if "+compile" not in v]
     model, flags = cpu()
     header = {"cpu": model, "flags": flags, "torch": info["torch"], "torch_where": torch.where, "blas": info["blas"],
-              "threads": a.threads, "precision": a.precision, "variants": variants}
+              "threads": a.threads, "precision": a.precision, "variants": variants, "isa": a.isa,
+              "torch_cpu_capability": info.get("cpu_capability")}
     if "sdpa" in ",".join(variants):
         header["sdpa_check"] = run_json(torch.command("check-sdpa"), TORCH_ENV)
         if header["sdpa_check"]["worst_gradient_difference"] > 1e-4:
             sys.exit(f"bench_vs_torch: the fused attention disagrees with the naive one: {header['sdpa_check']}")
     print(f"{model} ({' '.join(flags)}), {a.threads} threads, {a.precision}; PyTorch {info['torch']} "
-          f"({torch.where}, {info['blas']}), variants {', '.join(variants)}", flush=True)
+          f"({torch.where}, {info['blas']}, {info.get('cpu_capability')}), variants {', '.join(variants)}"
+          + ("; both sides on AVX2 code (--isa avx2)" if a.isa == "avx2" else ""), flush=True)
     if "sdpa_check" in header:
         c = header["sdpa_check"]
         print(f"sdpa against naive on one batch: loss {c['loss_sdpa']:.6f} vs {c['loss_naive']:.6f}, gradients "
@@ -169,8 +187,12 @@ def main():
             for v in variants:
                 bench = torch.command("bench", *variant_arguments(v, bf16), "--threads", str(a.threads), *torch_args)
                 theirs[v].append(run_json(bench, TORCH_ENV)["train_tokens_per_s"])
-            ours.append(run_json([a.tinyformer, "bench", "--json", "--threads", str(a.threads), "--repeats", "5"]
-                                 + ours_args)["train_tokens_per_s"])
+            ours_run = run_json([a.tinyformer, "bench", "--json", "--threads", str(a.threads), "--repeats", "5"]
+                                + ours_args, ours_env)
+            if a.isa == "avx2" and (ours_run["kernels"] != "avx2" or ours_run["onednn_isa"] != "AVX2"):
+                sys.exit(f"bench_vs_torch: --isa avx2: tinyformer ran {ours_run['kernels']} kernels and oneDNN "
+                         f"{ours_run['onednn_isa']}")
+            ours.append(ours_run["train_tokens_per_s"])
         # Each round's runs are back to back, so their ratio shares that minute's load;
         # the median of those paired ratios is the figure least moved by the machine's noise.
         row = {"tinyformer": round(statistics.median(ours)), "tinyformer_runs": [round(x) for x in ours]}

@@ -59,7 +59,10 @@ def blas_library():
 
 
 def info():
-    print(json.dumps({"torch": torch.__version__, "blas": blas_library(), "threads": torch.get_num_threads()}))
+    # The vector code PyTorch's own kernels run (ATEN_CPU_CAPABILITY lowers it), 2.x only.
+    capability = torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, "cpu") else "unknown"
+    print(json.dumps({"torch": torch.__version__, "blas": blas_library(), "threads": torch.get_num_threads(),
+                      "cpu_capability": capability}))
 
 
 def check_sdpa():
