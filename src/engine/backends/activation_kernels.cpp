@@ -1,6 +1,6 @@
 // GELU and softmax rows in Highway vectors, compiled once per target and dispatched at run
 // time (see attention_blocks.cpp for Highway's pattern). Every loop takes whole registers and
-// then its tail in registers of one lane (hn::CappedTag<float, 1>): the same arithmetic, so a
+// then its tail in registers of one lane (span_loops-inl.hpp): the same arithmetic, so a
 // float's result does not depend on where the span starts or ends.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "engine/backends/activation_kernels.cpp"
@@ -13,28 +13,13 @@
 
 #include "activation_kernels.hpp"
 #include "fast_exp-inl.hpp"
+#include "span_loops-inl.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace tinyformer::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-namespace {
-
-using Floats = hn::ScalableTag<float>;  // a register of floats: 4 (SSE4), 8 (AVX2) or 16 (AVX-512)
-using OneFloat = hn::CappedTag<float, 1>;
 
 constexpr float kSqrtTwoOverPi = 0.7978845608028654f;
-
-// step(d, i) for i = 0, N, 2N, ... over n floats in registers of d, then one by one.
-template <class Step>
-void over_span(int64_t n, Step&& step) {
-    const Floats f;
-    const int64_t N = static_cast<int64_t>(hn::Lanes(f));
-    int64_t i = 0;
-    for (; i + N <= n; i += N) step(f, i);
-    for (; i < n; ++i) step(OneFloat(), i);
-}
-
-}  // namespace
 
 void gelu_forward_span(const float* x, float* y, int64_t n) {
     over_span(n, [&](auto d, int64_t i) {
@@ -75,15 +60,12 @@ void softmax_row(const float* in, float* out, int64_t visible, int64_t width) {
         });
         max = std::max(hn::GetLane(hn::MaxOfLanes(Floats(), largest)), hn::GetLane(largest_one));
     }
-    auto sum = hn::Zero(Floats());
-    auto sum_one = hn::Zero(OneFloat());
-    over_span(visible, [&](auto d, int64_t j) {
+    const float sum = sum_over_span(visible, [&](auto d, int64_t j) {
         const auto e = FastExp(d, hn::Sub(hn::LoadU(d, in + j), hn::Set(d, max)));
         hn::StoreU(e, d, out + j);
-        if constexpr (hn::MaxLanes(d) == 1) sum_one = hn::Add(sum_one, e);
-        else sum = hn::Add(sum, e);
+        return e;
     });
-    const float inv_sum = 1.0f / (hn::GetLane(hn::SumOfLanes(Floats(), sum)) + hn::GetLane(sum_one));
+    const float inv_sum = 1.0f / sum;
     over_span(visible, [&](auto d, int64_t j) {
         hn::StoreU(hn::Mul(hn::LoadU(d, out + j), hn::Set(d, inv_sum)), d, out + j);
     });

@@ -1,6 +1,7 @@
 // Layer norm rows in Highway vectors, compiled once per target and dispatched at run time
 // (see attention_blocks.cpp for Highway's pattern; layer_norm_kernels.hpp for the formulas).
-// Every loop takes whole registers and then its tail in registers of one lane, so any C works.
+// Every loop takes whole registers and then its tail in registers of one lane
+// (span_loops-inl.hpp), so any C works.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "engine/backends/layer_norm_kernels.cpp"
 #include <hwy/foreach_target.h>  // before highway.h
@@ -10,40 +11,11 @@
 #include <cmath>
 
 #include "layer_norm_kernels.hpp"
+#include "span_loops-inl.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace tinyformer::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-namespace {
-
-using Floats = hn::ScalableTag<float>;  // a register of floats: 4 (SSE4), 8 (AVX2) or 16 (AVX-512)
-using OneFloat = hn::CappedTag<float, 1>;
-
-// step(d, i) for i = 0, N, 2N, ... over n floats in registers of d, then one by one.
-template <class Step>
-void over_span(int64_t n, Step&& step) {
-    const Floats f;
-    const int64_t N = static_cast<int64_t>(hn::Lanes(f));
-    int64_t i = 0;
-    for (; i + N <= n; i += N) step(f, i);
-    for (; i < n; ++i) step(OneFloat(), i);
-}
-
-// Σ over i < n of terms(d, i), a register of terms per step: whole registers into one sum
-// of lanes, the tail into a one-lane sum, added at the end.
-template <class Terms>
-float sum_over_span(int64_t n, Terms&& terms) {
-    auto sum = hn::Zero(Floats());
-    auto sum_one = hn::Zero(OneFloat());
-    over_span(n, [&](auto d, int64_t i) {
-        if constexpr (hn::MaxLanes(d) == 1) sum_one = hn::Add(sum_one, terms(d, i));
-        else sum = hn::Add(sum, terms(d, i));
-    });
-    return hn::GetLane(hn::SumOfLanes(Floats(), sum)) + hn::GetLane(sum_one);
-}
-
-}  // namespace
-
 void layer_norm_rows(const float* x, const float* weight, const float* bias, int64_t rows, int64_t C, float eps,
                      float* y, float* mean, float* rstd) {
     const float inv_C = 1.0f / static_cast<float>(C);
