@@ -44,7 +44,11 @@ Runner add_grads(CLI::App& app) {
         const std::string loss_json =
             std::isfinite(loss_value) ? nlohmann::json(json_number(loss_value)).dump() : loss_text;
         write_file_atomic(args->out, safetensors_bytes(grads, {{"loss", loss_json}}));
-        std::printf("{\"loss\": %s, \"out\": \"%s\"}\n", loss_json.c_str(), args->out.c_str());
+        // One JSON line: a loss that is not finite is null (JSON has no NaN), the path escaped.
+        const std::string out_json =
+            nlohmann::json(args->out).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        std::printf("{\"loss\": %s, \"out\": %s}\n", std::isfinite(loss_value) ? loss_json.c_str() : "null",
+                    out_json.c_str());
         return kExitOk;
     };
 }

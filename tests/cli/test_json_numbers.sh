@@ -46,4 +46,12 @@ loss=$(grep -oE '"loss": [^,]*' <<< "$out" | cut -d' ' -f2)
 [[ $loss =~ ^[0-9.e+-]+$ ]] && pass "grads prints its loss: $loss" || fail "grads' output: $out"
 expect_short "grads' loss" 1 <<< "$loss"
 expect_in "$(head -c 2000 "$scratch/grads.safetensors" | tr -d '\000')" "\"loss\":\"$loss\"" "the file's metadata holds the same loss"
+# Its line is JSON whatever the path: a quote and a backslash in --out are escaped.
+odd="$scratch/a \"quoted\" \\ name.safetensors"
+out=$("$tf" grads --checkpoint "$scratch/run" --text "$scratch/text.txt" --out "$odd" 2>"$scratch/err") \
+  || fail "grads --out with a quote: $(cat "$scratch/err")"
+escaped=${odd//\\/\\\\}
+escaped=${escaped//\"/\\\"}
+[[ $out == "{\"loss\": $loss, \"out\": \"$escaped\"}" ]] \
+  && pass "grads' line is JSON with a quote in the path" || fail "grads' line is not JSON: $out"
 finish
