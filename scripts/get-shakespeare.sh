@@ -39,9 +39,18 @@ if [[ -e "$target" ]]; then
 fi
 
 folder=$(dirname "$target")
+# The highest folder this run makes, if any: the folders it made are removed again, from
+# the file's up, when nothing was written into them.
+made="" dir=$folder
+while [[ ! -d "$dir" ]]; do made=$dir; dir=$(dirname "$dir"); done
+unmake() {
+  [[ -n $made ]] || return 0
+  local dir=$folder
+  while rmdir "$dir" 2>/dev/null && [[ $dir != "$made" ]]; do dir=$(dirname "$dir"); done
+}
 mkdir -p "$folder" 2>/dev/null || fail "cannot make the folder $folder"
 partial=$(mktemp "$folder/.$(basename "$target").partial.XXXXXX" 2>/dev/null) || fail "cannot write in $folder"
-trap 'rm -f "$partial"' EXIT
+trap 'rm -f "$partial"; unmake' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
