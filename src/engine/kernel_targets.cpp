@@ -31,6 +31,24 @@ struct Name {
 };
 // Best first, as Highway's bits go (a lower bit is a better target).
 const Name kNames[] = {
+#if HWY_ARCH_ARM_A64
+// 64-bit Arm: Highway's names in lower case. sve_256 and sve2_128 are SVE and SVE2 specialised
+// for CPUs whose vectors have that length (Neoverse V1; N2), sve and sve2 for any length.
+#ifdef HWY_SVE2_128
+    {HWY_SVE2_128, "sve2_128"},
+#endif
+#ifdef HWY_SVE_256
+    {HWY_SVE_256, "sve_256"},
+#endif
+    {HWY_SVE2, "sve2"}, {HWY_SVE, "sve"},
+#ifdef HWY_NEON_BF16
+    {HWY_NEON_BF16, "neon_bf16"},
+#endif
+    {HWY_NEON, "neon"},
+#ifdef HWY_NEON_WITHOUT_AES
+    {HWY_NEON_WITHOUT_AES, "neon_without_aes"},
+#endif
+#else
 #ifdef HWY_AVX3_SPR
     {HWY_AVX3_SPR, "avx512_fp16"},
 #endif
@@ -41,6 +59,7 @@ const Name kNames[] = {
 #ifdef HWY_SSE2
     {HWY_SSE2, "sse2"},
 #endif
+#endif  // HWY_ARCH_ARM_A64
     {HWY_EMU128, "emu128"}, {HWY_SCALAR, "scalar"},
 };
 

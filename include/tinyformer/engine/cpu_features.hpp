@@ -1,7 +1,8 @@
-// The x86-64 instruction sets tinyformer's own kernels and its dependencies care about: the
-// ones this binary was compiled to use (its -march), and the ones this CPU has (asked at run
-// time). `tinyformer --version` prints both, and a checkpoint's made_by records them, so
-// that a figure or a bug report says which kind of machine it came from.
+// The x86-64 (on 64-bit Arm, aarch64) instruction sets tinyformer's own kernels and its
+// dependencies care about: the ones this binary was compiled to use (its -march), and the
+// ones this CPU has (asked at run time). `tinyformer --version` prints both, and a
+// checkpoint's made_by records them, so that a figure or a bug report says which kind of
+// machine it came from.
 #pragma once
 
 #include <string>
@@ -14,14 +15,20 @@ struct InstructionSets {
     bool fma = false;
     bool avx512 = false;  // AVX512F, BW, CD, DQ and VL: x86-64-v4 (Zen 4, Skylake-X and later)
     bool avx512_bf16 = false;  // AVX512-BF16: bf16 products (Zen 4, Cooper Lake, Sapphire Rapids)
+    // aarch64 (only these are set there, and only the x86 ones on x86-64):
+    bool neon = false;  // Advanced SIMD, which every aarch64 CPU has
+    bool sve = false;   // the Scalable Vector Extension (Graviton 3, Neoverse V1 and later)
+    bool sve2 = false;  // SVE2 (Armv9: Graviton 4, Neoverse V2/N2)
 };
 
 // What the compiler was told it may use for this binary (its predefined macros).
 InstructionSets compiled_for();
-// What this CPU has (cpuid, through the compiler's __builtin_cpu_supports).
+// What this CPU has (cpuid, through the compiler's __builtin_cpu_supports; on aarch64, the
+// kernel's hardware capabilities, getauxval(AT_HWCAP)).
 InstructionSets this_cpu();
 
-// "x86-64-v3 (SSE4.2 AVX2 FMA)": the highest x86-64 level the sets make up, and the sets.
+// "x86-64-v3 (SSE4.2 AVX2 FMA)": the highest x86-64 level the sets make up, and the sets
+// ("aarch64 (NEON SVE)" on 64-bit Arm).
 std::string describe(const InstructionSets& sets);
 // The sets `needed` has and `present` lacks, as "AVX2 FMA"; "" when none.
 std::string missing(const InstructionSets& needed, const InstructionSets& present);

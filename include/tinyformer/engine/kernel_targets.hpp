@@ -9,6 +9,9 @@
 //   Highway's AVX2), avx512 (x86-64-v4; AVX3), avx512_bf16 (AVX-512 with BF16 and the rest of
 //   Zen 4's; AVX3_ZEN4, Highway 1.1 and later), and, where Highway has them, ssse3, sse2,
 //   emu128, avx512_vnni (AVX3_DL) and avx512_fp16 (Sapphire Rapids; AVX3_SPR).
+// On 64-bit Arm (aarch64), Highway's names in lower case: emu128 or scalar, neon, sve, sve2,
+//   and the fixed-length sve_256 and sve2_128 (and neon_bf16, neon_without_aes where
+//   Highway has them).
 //
 // TINYFORMER_ISA=<name> in the environment (or use_kernel_target) makes them run on that
 // target instead, so that one machine can measure and test every target below its best.

@@ -85,8 +85,19 @@ inline dnnl::softmax_backward::primitive_desc softmax_backward(const dnnl::engin
 #endif
 }
 
-// The name ONEDNN_MAX_CPU_ISA takes for an instruction set oneDNN dispatches to.
+// The name ONEDNN_MAX_CPU_ISA takes for an instruction set oneDNN dispatches to. Its ISA
+// control (get_effective_cpu_isa, ONEDNN_MAX_CPU_ISA) names x86 sets only: elsewhere oneDNN
+// picks its code by itself (on aarch64: its SVE code where the CPU has SVE, else reference
+// and gemm code), and the name is the architecture's.
 inline std::string isa_name(dnnl::cpu_isa isa) {
+#if !defined(__x86_64__) && !defined(__i386__)
+    (void)isa;
+#if defined(__aarch64__)
+    return "aarch64";
+#else
+    return "this architecture (not x86)";
+#endif
+#else
     switch (isa) {
         case dnnl::cpu_isa::sse41: return "SSE41";
         case dnnl::cpu_isa::avx: return "AVX";
@@ -105,11 +116,13 @@ inline std::string isa_name(dnnl::cpu_isa isa) {
             return hex;
         }
     }
+#endif
 }
 
 // Whether oneDNN runs bf16 matrix products with bf16 instructions at this instruction set:
 // AVX512-BF16 (and everything above it, AMX included, whose flags contain its own), or on
-// 3.x also AVX2-VNNI-2 (AVX-NE-CONVERT).
+// 3.x also AVX2-VNNI-2 (AVX-NE-CONVERT). Never elsewhere: the sets are x86's, and oneDNN says
+// cpu_isa::all there, which contains none of them.
 inline bool has_bf16_products(dnnl::cpu_isa isa) {
     const auto contains = [isa](dnnl::cpu_isa needed) {
         return (static_cast<unsigned>(isa) & static_cast<unsigned>(needed)) == static_cast<unsigned>(needed);
