@@ -20,6 +20,11 @@
 #include <set>
 #include <string>
 #include <vector>
+#if defined(__aarch64__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#endif
 
 #include "tinyformer/engine/autograd.hpp"
 #include "tinyformer/engine/backend.hpp"
@@ -388,6 +393,7 @@ TEST_CASE("the kernels' exp is within 2 ulp of libm's over float's range, on eve
     });
 }
 
+#if defined(__x86_64__) || defined(__i386__)
 TEST_CASE("the kernel targets on this CPU are the ones /proc/cpuinfo lists", "[parity]") {
     // Asked of the CPU independently of Highway: what the dispatch should find.
     std::ifstream cpuinfo("/proc/cpuinfo");
@@ -416,6 +422,33 @@ TEST_CASE("the kernel targets on this CPU are the ones /proc/cpuinfo lists", "[p
     CHECK(found == expected);
     CHECK(kernel_target() == kernel_targets_on_this_cpu().front().name);  // the best is in use
 }
+#elif defined(__aarch64__)
+TEST_CASE("the kernel targets on this CPU are the ones its hardware capabilities list", "[parity]") {
+    // Asked of the kernel independently of Highway, through the auxiliary vector (under
+    // qemu-user, /proc/cpuinfo is the host's; the auxiliary vector is the emulated CPU's). Of
+    // the targets compiled in: neon (Highway's needs AES on aarch64), sve, sve2, and the
+    // fixed-length sve_256 and sve2_128 where the vectors have that length.
+    const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
+    const int vector_bytes = (hwcap & HWCAP_SVE) ? prctl(PR_SVE_GET_VL) & PR_SVE_VL_LEN_MASK : 0;
+    std::set<std::string> could;
+    if ((hwcap & HWCAP_ASIMD) && (hwcap & HWCAP_AES)) could.insert("neon");
+    if (hwcap & HWCAP_SVE) could.insert("sve");
+    if ((hwcap & HWCAP_SVE) && (hwcap2 & HWCAP2_SVE2)) could.insert("sve2");
+    if ((hwcap & HWCAP_SVE) && vector_bytes == 32) could.insert("sve_256");
+    if ((hwcap & HWCAP_SVE) && (hwcap2 & HWCAP2_SVE2) && vector_bytes == 16) could.insert("sve2_128");
+    std::set<std::string> expected, found;
+    for (const KernelTarget& target : kernel_targets_compiled())
+        if (could.count(target.name)) expected.insert(target.name);
+    for (const KernelTarget& target : kernel_targets_on_this_cpu()) found.insert(target.name);
+    REQUIRE(!kernel_targets_on_this_cpu().empty());
+    // The lowest: neon, the baseline every aarch64 has (Highway 1.0 with GCC 12), else a fallback.
+    const std::string lowest = kernel_targets_on_this_cpu().back().name;
+    CHECK((lowest == "neon" || lowest == "scalar" || lowest == "emu128"));
+    for (const std::string extra : {"neon_bf16", "neon_without_aes", "emu128", "scalar"}) found.erase(extra);
+    CHECK(found == expected);
+    CHECK(kernel_target() == kernel_targets_on_this_cpu().front().name);  // the best is in use
+}
+#endif
 
 #include "tinyformer/engine/optimizer_kernels.hpp"
 

@@ -41,7 +41,9 @@ expect_in "$version" "built with $compiler_name ${TINYFORMER_CXX_VERSION:-?}" \
   "--version names the compiler and its version: $compiler_name ${TINYFORMER_CXX_VERSION:-?}"
 
 # The instruction sets it was built for and those this CPU has, each worked out here another
-# way: the compiler's macros for the build's -march, and /proc/cpuinfo's flags.
+# way: the compiler's macros for the build's -march, and /proc/cpuinfo's flags. (x86-64's;
+# on 64-bit Arm, below.)
+if [[ "$version" != *") for aarch64 ("* ]]; then
 describe_sets() {  # describe_sets SSE4.2 AVX2 ... → "x86-64-v3 (SSE4.2 AVX2 FMA)", as --version words it
   local sets=" $* " level=x86-64
   [[ $sets == *" SSE4.2 "* ]] && level=x86-64-v2
@@ -92,6 +94,19 @@ expect_in "$err" "TINYFORMER_ISA: kernel target 'avx3000': expected one of" "nam
 if ! has_flags AVX512F; then
   expect_exit 2 "TINYFORMER_ISA naming a target this CPU lacks" -- env TINYFORMER_ISA=avx512 "$tf" --version
   expect_in "$err" "this CPU cannot run it" "says the CPU cannot run it"
+fi
+else
+  # 64-bit Arm: the sets are aarch64's (NEON, SVE, SVE2), the kernels run on neon or better.
+  expect_in "$version" "this CPU has aarch64 (NEON" "--version names this CPU's sets: aarch64 (NEON ...)"
+  expect_in "$version" "own kernels (Highway) on " "--version names the kernels' target"
+  kernel_target=$(sed -n 's/^own kernels (Highway) on \([a-z0-9_]*\),.*/\1/p' <<<"$version")
+  cpu=()
+  describe_sets() { sed -n 's/^this CPU has \(aarch64 ([^)]*)\).*/\1/p' <<<"$version"; }  # as --version says
+  forced=$(TINYFORMER_ISA=neon "$tf" --version | grep '^own kernels')
+  expect_in "$forced" "on neon," "TINYFORMER_ISA=neon runs the kernels on neon"
+  expect_exit 2 "TINYFORMER_ISA naming no target" -- env TINYFORMER_ISA=avx3000 "$tf" --version
+  one_line "TINYFORMER_ISA naming no target"
+  expect_in "$err" "TINYFORMER_ISA: kernel target 'avx3000': expected one of" "names the variable, the word and the choices"
 fi
 
 # A run says what made it: summary.json and the checkpoint's metadata carry the same.
