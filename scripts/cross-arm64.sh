@@ -15,7 +15,8 @@
 # Prints each stage's seconds; exits non-zero if any stage fails (logs: build/cross-arm64/).
 #   scripts/cross-arm64.sh --remove   unmounts and deletes the cached root
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
+# shellcheck source=scripts/lib/debian-root.sh
 source scripts/lib/debian-root.sh
 root="$debian_root_cache/bookworm-cross-arm64"
 if [[ ${1:-} == --remove ]]; then
