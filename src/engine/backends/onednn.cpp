@@ -622,14 +622,17 @@ public:
         float* pp = probs.data<float>();
         const int32_t* pt = targets.data<int32_t>();
         run(softmax_kernel(N, V, /*backward=*/false), {{DNNL_ARG_SRC, pl}, {DNNL_ARG_DST, pp}});
-        // Each row's loss is -log p[target]. A probability that underflowed (a confident,
-        // wrong model) would give infinity, so such a row is redone with log-sum-exp.
+        // Each row's loss is -log p[target]. A probability near float's underflow (a
+        // confident, wrong model) would give infinity or a wrong finite loss, so such a row
+        // is redone with log-sum-exp. "Near" is below 1e-30, not below float's smallest
+        // normal: oneDNN's SVE softmax on arm64 clamps e^-150 to about 1e-38, not to 0
+        // (scripts/cross-arm64.sh found it), and -log of that is 87, not 150.
+        constexpr double kSmallestTrusted = 1e-30;
         row_losses_.resize(N);
 #pragma omp parallel for schedule(static) if (N * V > kParallelWork)
         for (int64_t n = 0; n < N; ++n) {
-            const float p = pp[n * V + pt[n]];
-            row_losses_[n] = p >= std::numeric_limits<float>::min() ? -std::log(static_cast<double>(p))
-                                                                     : log_sum_exp(pl + n * V, V) - pl[n * V + pt[n]];
+            const double p = pp[n * V + pt[n]];
+            row_losses_[n] = p >= kSmallestTrusted ? -std::log(p) : log_sum_exp(pl + n * V, V) - pl[n * V + pt[n]];
         }
         double total = 0;  // summed in order, on one thread: deterministic
         for (int64_t n = 0; n < N; ++n) total += row_losses_[n];
