@@ -183,8 +183,13 @@ public:
     std::string bf16_unsupported() const override {
         const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
         if (onednn::has_bf16_products(isa)) return "";
+#if defined(__x86_64__)
         return "oneDNN's instruction set on this CPU, " + onednn::isa_name(isa) +
                ", has no bf16 instructions (AVX512-BF16 or AMX)";
+#else
+        return "oneDNN's instruction set on this CPU, " + onednn::isa_name(isa) +
+               ", runs no bf16 products in this build (only x86's AVX512-BF16 and AMX are used)";
+#endif
     }
 
     // ---- matmul ----
