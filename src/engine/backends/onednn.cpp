@@ -378,9 +378,10 @@ public:
 
     // ---- layer norm ----
 
-    // The own kernels (layer_norm_kernels.cpp), rows split over threads. Measured against
-    // oneDNN's layer normalization primitive on the Shakespeare shape's [768,128], 2 threads,
-    // per target (scripts/bench_own_vs_onednn.cpp, docs/measurements.md): see there.
+    // The own kernels (layer_norm_kernels.cpp), rows split over threads: faster than oneDNN's
+    // layer normalization primitive on every target, forward and backward (2 threads, the
+    // lesson's and the Shakespeare shape's rows: scripts/bench_own_vs_onednn.cpp,
+    // docs/measurements.md).
     void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& y,
                             Tensor& mean, Tensor& rstd) override {
         if (x.dtype() != DType::f32) return reference_->layer_norm_forward(x, weight, bias, eps, y, mean, rstd);

@@ -44,6 +44,7 @@ inline void scale_output(dnnl::primitive_attr& attr, dnnl::post_ops& ops, float 
 }
 
 // Layer norm over the last axis of `data` [N, C], normalised in place or not (dst = src's desc).
+// Only scripts/bench_own_vs_onednn.cpp runs these now, against the backend's own kernels.
 inline dnnl::layer_normalization_forward::primitive_desc layer_norm_forward(const dnnl::engine& engine,
                                                                             const memory::desc& data,
                                                                             const memory::desc& stats, float epsilon,
