@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "tinyformer/support/errors.hpp"
+#include "tinyformer/support/interrupts.hpp"
 #include "tinyformer/sweep/run_sweep.hpp"
 
 namespace tinyformer::cli {
@@ -48,6 +49,7 @@ Runner add_sweep(CLI::App& app) {
         "that differ only in their seed, each metric's mean ± sample sd, min-max, n and a 95 % interval.");
     return [cmd, args]() -> int {
         if (!cmd->parsed()) return -1;
+        watch_interrupts();  // before any thread starts: Ctrl-C is taken between steps, never by a handler
         SweepRequest& request = args->request;
         if (!args->collect.empty()) {
             if (!request.config_path.empty() || !request.vary.empty() || request.print_commands)

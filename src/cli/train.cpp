@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "tinyformer/support/errors.hpp"
+#include "tinyformer/support/interrupts.hpp"
 #include "tinyformer/train/config.hpp"
 #include "tinyformer/train/trainer.hpp"
 
@@ -31,6 +32,7 @@ Runner add_train(CLI::App& app) {
                 "Config keys (section.key, default, meaning):\n" + config_reference());
     return [cmd, args]() -> int {
         if (!cmd->parsed()) return -1;
+        watch_interrupts();  // before any thread starts: Ctrl-C is taken between steps, never by a handler
         if (args->config.empty() && args->resume.empty())
             throw InputError("train: --config FILE is required (or --resume DIR)");
         std::string config_path = args->config;

@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -18,6 +17,7 @@
 #include "tinyformer/engine/build_info.hpp"
 #include "tinyformer/inspect/training_roles.hpp"
 #include "tinyformer/support/errors.hpp"
+#include "tinyformer/support/interrupts.hpp"
 #include "tinyformer/support/plot.hpp"
 #include "tinyformer/support/progress.hpp"
 #include "tinyformer/train/checkpoint.hpp"
@@ -30,8 +30,6 @@ namespace fs = std::filesystem;
 namespace tinyformer {
 namespace {
 
-volatile std::sig_atomic_t interrupt_requested = 0;
-extern "C" void on_sigint(int) { interrupt_requested = 1; }
 
 using Clock = std::chrono::steady_clock;
 
@@ -367,8 +365,7 @@ struct TrainingRun {
 // a progress bar between them. Ctrl-C saves a checkpoint and throws Interrupted.
 void TrainingRun::train_loop(MatmulPrecision precision, const Clock::time_point& started) {
     const int64_t total = config.train.steps, B = config.train.batch_size, T = config.model.context;
-    interrupt_requested = 0;
-    auto previous_handler = std::signal(SIGINT, on_sigint);
+    const CatchInterrupts interrupts;  // Ctrl-C, from the CLI's watch_interrupts (support/interrupts.hpp)
     loop_start = interval_start = Clock::now();
     first_step = step;
     while (step < total) {
@@ -380,7 +377,6 @@ void TrainingRun::train_loop(MatmulPrecision precision, const Clock::time_point&
         Tensor loss = model.loss(batch.inputs, batch.targets);
         const double loss_value = loss.item();
         if (!std::isfinite(loss_value)) {
-            std::signal(SIGINT, previous_handler);
             throw std::runtime_error("training loss is " + std::to_string(loss_value) + " at step " +
                                      std::to_string(step + 1) + "; stopped, " + kept_checkpoint() +
                                      " (try a lower optim.lr)");
@@ -404,16 +400,15 @@ void TrainingRun::train_loop(MatmulPrecision precision, const Clock::time_point&
         }
         const bool checkpoint_now =
             evaluate_now || (config.train.checkpoint_every > 0 && step % config.train.checkpoint_every == 0);
-        if (checkpoint_now || interrupt_requested) save_checkpoint();
-        if (interrupt_requested) {
+        const bool interrupted = interrupts.requested();  // read once: a Ctrl-C landing in between saves too
+        if (checkpoint_now || interrupted) save_checkpoint();
+        if (interrupted) {
             if (terminal) clear_progress();
-            std::signal(SIGINT, previous_handler);
             write_file_atomic((fs::path(dir) / "loss.svg").string(), metrics.loss_svg(config.name));
             throw Interrupted("interrupted at step " + std::to_string(step) + "/" + std::to_string(total) +
                               "; checkpoint saved in " + dir + "; continue with --resume " + dir);
         }
     }
-    std::signal(SIGINT, previous_handler);
     train_seconds = seconds_since(loop_start);
     if (step == first_step) save_checkpoint();  // nothing to do, but leave a loadable run
 }

@@ -1,0 +1,38 @@
+// Ctrl-C (SIGINT) taken by a thread of its own, never by a signal handler.
+//
+// A signal handler runs on the stack of whichever thread the signal lands in, just below that
+// thread's stack pointer. oneDNN's JIT sgemm kernels (in Debian's oneDNN 2.6 and 3.7; changed
+// upstream by oneDNN pull request 4855, after issue 4845) point the stack pointer into a heap
+// buffer while they run, so a handler's frame landing there overwrites the heap: Ctrl-C in the
+// middle of a training step crashed `train` (3 of 80 interruptions on an Intel Xeon with AMX,
+// whose signal frames are large), or could silently change that step's numbers. So SIGINT is
+// blocked in every thread, and one thread waits for it with sigwait, as the explorer's server
+// does for its stop signals.
+//
+//   watch_interrupts();         first thing in a command that stops cleanly on Ctrl-C (train,
+//                               sweep), before any other thread starts: threads inherit the
+//                               blocked mask. Once per process; later calls do nothing.
+//   CatchInterrupts interrupts; while one lives, Ctrl-C sets interrupts.requested(), which the
+//                               caller polls at a safe point (the trainer: between steps).
+//                               While none lives, Ctrl-C ends the process as SIGINT's default
+//                               action does (or is ignored, if SIGINT was ignored when
+//                               watch_interrupts() ran, as in a shell's background job).
+//
+// Without watch_interrupts() (a library user, the tests) requested() stays false, and Ctrl-C
+// does whatever the process's own disposition says.
+#pragma once
+
+namespace tinyformer {
+
+void watch_interrupts();
+
+class CatchInterrupts {
+public:
+    CatchInterrupts();  // clears requested()
+    ~CatchInterrupts();
+    CatchInterrupts(const CatchInterrupts&) = delete;
+    CatchInterrupts& operator=(const CatchInterrupts&) = delete;
+    bool requested() const;  // a Ctrl-C arrived since this one was made
+};
+
+}  // namespace tinyformer
