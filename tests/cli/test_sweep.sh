@@ -56,16 +56,18 @@ cmp -s "$scratch/a/sweep.csv" "$scratch/a.csv" && pass "... and aggregates the s
 # Ctrl-C: every training stops with a checkpoint, the sweep exits 130; the same sweep
 # continues it, even with other --jobs and --threads: each interrupted run resumes with the
 # thread count it started with and ends bit-identical to the uninterrupted sweep's.
-long=(--config "$scratch/tiny.toml" "${probes[@]}" --vary model.n_heads=1,2 --seeds 5,6 --set train.steps=1200 --set train.eval_every=600)
+long=(--config "$scratch/tiny.toml" "${probes[@]}" --vary model.n_heads=1,2 --seeds 5,6 --set train.steps=2000 --set train.eval_every=1000)
 "$tf" sweep "${long[@]}" --jobs 2 --threads 1 --out "$scratch/whole" >/dev/null 2>&1 || fail "the uninterrupted long sweep"
 "$tf" sweep "${long[@]}" --jobs 2 --threads 1 --out "$scratch/cut" >/dev/null 2>"$scratch/cut.err" &
 pid=$!
-# Interrupted as soon as both first runs are training (their first log line written, at step
-# 10 of 1,200): a fixed wait after that let a run finish first on a fast CPU under ctest -j.
+# Interrupted 0.2 s after both first runs are training (their first log line written, at
+# step 10 of 2,000). The runs are long enough to outlast that wait: at 400 steps, one had
+# finished in it on a fast CPU (Intel Xeon, 0.28 s a run) under ctest -j2.
 for _ in $(seq 1 600); do
   [[ -s "$scratch/cut/model.n_heads=1/seed=5/metrics.jsonl" && -s "$scratch/cut/model.n_heads=1/seed=6/metrics.jsonl" ]] && break
   sleep 0.05
 done
+sleep 0.2
 kill -INT $pid
 wait $pid; code=$?
 [[ $code -eq 130 ]] && pass "Ctrl-C stops the sweep with 130" || fail "Ctrl-C: exit $code, expected 130"
