@@ -6,6 +6,7 @@
 
 #include "test_helpers.hpp"
 #include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/backend.hpp"
 #include "tinyformer/engine/kernel_targets.hpp"
 #include "tinyformer/engine/rng.hpp"
 #include "tinyformer/model/decoder.hpp"
@@ -118,6 +119,38 @@ TEST_CASE("decoder prefill gives the bits of one step per position, on every ker
             }
         }
     }
+}
+
+TEST_CASE("decoder: products split across threads give one thread's bits", "[decoder]") {
+    // D = 96: the MLP's 96 × 384 products (36,864 weights, 6 blocks of 64 outputs) are split
+    // across the threads; the attention's 96 × 96 ones are not.
+    const ModelConfig config{.vocab_size = 79, .d_model = 96, .n_heads = 3, .n_layers = 2, .context = 12,
+                             .positions = "rope"};
+    Transformer model(config, 13);
+    const std::vector<int32_t> ids = random_ids(config.context, config.vocab_size, 9);
+    struct Logits {
+        std::vector<std::vector<float>> stepped;  // after each step
+        std::vector<float> prefilled;             // after a prefill of all of ids
+    };
+    auto decode = [&](int threads) {
+        set_num_threads(threads);
+        Logits logits;
+        Decoder decoder(model);
+        for (const int32_t id : ids) logits.stepped.push_back(decoder.step(id));
+        logits.prefilled = Decoder(model).prefill(ids.data(), config.context);
+        return logits;
+    };
+    const int threads_before = num_threads();
+    const Logits one = decode(1), two = decode(2), three = decode(3);
+    set_num_threads(threads_before);
+    CHECK(two.stepped == one.stepped);
+    CHECK(three.stepped == one.stepped);  // 6 blocks, 2 per thread
+    CHECK(two.prefilled == one.prefilled);
+    CHECK(three.prefilled == one.prefilled);
+    // ... and they are the model's logits, so the split path is not merely self-consistent.
+    NoGradScope no_grad;
+    const Tensor full = model.forward(Tensor::ids(ids, {1, config.context}));  // [1,T,V]
+    for (int64_t t = 0; t < config.context; ++t) CHECK(relative_difference(two.stepped[t], full, t) < 1e-5);
 }
 
 TEST_CASE("decoder prefill refuses an empty or too long window and unknown ids", "[decoder]") {

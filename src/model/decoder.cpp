@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <omp.h>
+
 #include "tinyformer/engine/vector_kernels.hpp"
 
 namespace tinyformer {
@@ -14,11 +16,52 @@ namespace {
 // Weight rows are padded to whole blocks of the matrix-vector kernel's outputs.
 int64_t padded(int64_t n) { return (n + kMatvecBlock - 1) / kMatvecBlock * kMatvecBlock; }
 
+// A product with at least this many weights (n_in · n_out) is split across the threads
+// (set_num_threads) by blocks of kMatvecBlock outputs. Each output is still summed whole by
+// one thread, in the same order, so the bits do not depend on the thread count; and each
+// thread gets the same blocks every time (a static schedule), so it keeps reading the same
+// columns of each weight. At the Shakespeare shape (D=128, 4 layers) one character reads
+// 3.2 MB of weights, 2 MB of them in the MLP's two 128 × 512 products: one core streams
+// them from L3 at every step; two cores each read their half of them. Smaller products (the
+// attention's 128 × 128, the lesson's 64 × 256) are over before a second thread would have
+// started: splitting them too made sampling slower (docs/performance.md).
+constexpr int64_t kWeightsWorthThreads = 32768;
+
+// How many threads an n_in × n_out product is split across: 1 when it stays on this one.
+int threads_for(int64_t n_in, int64_t n_out) {
+    if (n_in * n_out < kWeightsWorthThreads || omp_in_parallel()) return 1;
+    const int64_t blocks = (n_out + kMatvecBlock - 1) / kMatvecBlock;
+    return static_cast<int>(std::min<int64_t>(blocks, omp_get_max_threads()));
+}
+
 // out = W x (+ bias) for one vector x [n_in], with W given transposed, W^T [n_in, padded(n_out)]:
 // engine/vector_kernels, in whatever registers this CPU has.
 void linear(const float* W_t, int64_t stride, const float* bias, const float* x, int64_t n_in, int64_t n_out,
             float* out) {
-    matvec_transposed(W_t, stride, bias, x, n_in, n_out, out);
+    const int threads = threads_for(n_in, n_out);
+    if (threads == 1) return matvec_transposed(W_t, stride, bias, x, n_in, n_out, out);
+    const int64_t blocks = (n_out + kMatvecBlock - 1) / kMatvecBlock;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t block = 0; block < blocks; ++block) {
+        const int64_t first = block * kMatvecBlock;  // outputs first.. : columns first.. of W_t
+        matvec_transposed(W_t + first, stride, bias ? bias + first : nullptr, x, n_in,
+                          std::min(kMatvecBlock, n_out - first), out + first);
+    }
+}
+
+// The same for `rows` vectors X [rows, n_in] at once (the prefill), into out [rows, n_out]:
+// each row's outputs have linear()'s bits (vector_kernels.hpp).
+void linear_rows(const float* W_t, int64_t stride, const float* bias, const float* X, int64_t rows, int64_t n_in,
+                 int64_t n_out, float* out) {
+    const int threads = threads_for(n_in, n_out);
+    if (threads == 1) return matmul_transposed(W_t, stride, bias, X, n_in, rows, n_in, n_out, out, n_out);
+    const int64_t blocks = (n_out + kMatvecBlock - 1) / kMatvecBlock;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t block = 0; block < blocks; ++block) {
+        const int64_t first = block * kMatvecBlock;
+        matmul_transposed(W_t + first, stride, bias ? bias + first : nullptr, X, n_in, rows, n_in,
+                          std::min(kMatvecBlock, n_out - first), out + first, n_out);
+    }
 }
 
 // A weight [out, in] of the model, copied transposed to [in, padded(out)] for linear() above.
@@ -223,9 +266,9 @@ const std::vector<float>& Decoder::prefill(const int32_t* ids, int64_t n) {
     for (Layer& layer : layers_) {
         for (int64_t p = 0; p < n; ++p)
             layer_norm(rows_x_.data() + p * D, layer.ln1_weight, layer.ln1_bias, D, rows_h_.data() + p * D);
-        matmul_transposed(layer.q_proj_t.data(), padded(D), nullptr, rows_h_.data(), D, n, D, D, rows_q_.data(), D);
-        matmul_transposed(layer.k_proj_t.data(), padded(D), nullptr, rows_h_.data(), D, n, D, D, rows_k_.data(), D);
-        matmul_transposed(layer.v_proj_t.data(), padded(D), nullptr, rows_h_.data(), D, n, D, D, rows_v_.data(), D);
+        linear_rows(layer.q_proj_t.data(), padded(D), nullptr, rows_h_.data(), n, D, D, rows_q_.data());
+        linear_rows(layer.k_proj_t.data(), padded(D), nullptr, rows_h_.data(), n, D, D, rows_k_.data());
+        linear_rows(layer.v_proj_t.data(), padded(D), nullptr, rows_h_.data(), n, D, D, rows_v_.data());
         for (int64_t p = 0; p < n; ++p) {  // rope, and every position's key and value into its slot p
             if (rope_) set_angles(p);
             for (int64_t head = 0; head < H; ++head) {
@@ -244,16 +287,13 @@ const std::vector<float>& Decoder::prefill(const int32_t* ids, int64_t n) {
         for (int64_t p = 0; p < n; ++p)  // position p reads slots 0..p (the last p's weights stay in layer.weights)
             for (int64_t head = 0; head < H; ++head)
                 attend(layer, head, rows_q_.data() + p * D + head * d, p + 1, rows_heads_.data() + p * D + head * d);
-        matmul_transposed(layer.out_proj_t.data(), padded(D), nullptr, rows_heads_.data(), D, n, D, D,
-                          rows_out_.data(), D);
+        linear_rows(layer.out_proj_t.data(), padded(D), nullptr, rows_heads_.data(), n, D, D, rows_out_.data());
         for (int64_t i = 0; i < n * D; ++i) rows_x_[i] += rows_out_[i];  // residual
         for (int64_t p = 0; p < n; ++p)
             layer_norm(rows_x_.data() + p * D, layer.ln2_weight, layer.ln2_bias, D, rows_h_.data() + p * D);
-        matmul_transposed(layer.fc1_t.data(), padded(4 * D), layer.fc1_bias, rows_h_.data(), D, n, D, 4 * D,
-                          rows_hidden_.data(), 4 * D);
+        linear_rows(layer.fc1_t.data(), padded(4 * D), layer.fc1_bias, rows_h_.data(), n, D, 4 * D, rows_hidden_.data());
         gelu_tanh_in_place(rows_hidden_.data(), n * 4 * D);
-        matmul_transposed(layer.fc2_t.data(), padded(D), layer.fc2_bias, rows_hidden_.data(), 4 * D, n, 4 * D, D,
-                          rows_out_.data(), D);
+        linear_rows(layer.fc2_t.data(), padded(D), layer.fc2_bias, rows_hidden_.data(), n, 4 * D, D, rows_out_.data());
         for (int64_t i = 0; i < n * D; ++i) rows_x_[i] += rows_out_[i];  // residual
     }
     // The logits of the last position only: the one the caller draws from.
