@@ -43,14 +43,15 @@ strings "$installed" | grep -q -F -e "$src" -e "$(cd "$build" && pwd)" \
   && fail "the installed binary names the source or build directory" || pass "the binary names no source or build path"
 env -i PATH=/usr/bin:/bin HOME="$scratch/empty" "$installed" train \
     --config "$scratch/moved/share/tinyformer/configs/lesson12.toml" --out run \
-    --set train.steps=20 --set train.eval_every=20 --set logging.log_every=10 >"$scratch/train.log" 2>&1 \
+    --set train.steps=2 --set train.batch_size=4 --set train.eval_every=2 --set train.eval_batches=1 \
+    --set logging.log_every=1 >"$scratch/train.log" 2>&1 \
   && pass "the moved binary trains the installed lesson config from an empty directory" \
   || fail "training from the installed config: $(tail -3 "$scratch/train.log")"
 grep -q "lesson_train.txt" run/config.toml && ! grep -q -F "$src" run/config.toml \
   && pass "... reading the installed corpus, not the source's" || fail "run/config.toml: $(grep path run/config.toml)"
 grep -q "probes: .* correct" "$scratch/train.log" && pass "... and scores the installed probes" \
   || fail "no probe score in the log: $(tail -3 "$scratch/train.log")"
-out=$(env -i PATH=/usr/bin:/bin "$installed" bench --repeats 1 --steps 1 --sample-chars 8 --json 2>&1) \
+out=$(env -i PATH=/usr/bin:/bin "$installed" bench --repeats 1 --steps 1 --set train.batch_size=2 --sample-chars 8 --json 2>&1) \
   && [[ "$out" == *'"config":"lesson12"'* && "$out" == *'"vocab_size":79'* ]] \
   && pass "bench without --config finds the installed lesson config (and its corpus: 79 characters)" \
   || fail "bench from an empty directory: $out"

@@ -37,8 +37,16 @@ if wait_for_training "$scratch/masks" $pid; then
     || fail "expected at least 3 threads while training, found $threads"
   [[ $waiting -eq 1 ]] && pass "one thread waits for SIGINT in sigwait" || fail "$waiting threads wait in sigwait, expected 1"
   [[ $unblocked -eq 0 ]] && pass "every other thread blocks SIGINT" || fail "$unblocked of $threads threads take SIGINT"
-  (( 0x$caught & sigint_bit )) && fail "a SIGINT handler is installed (SigCgt $caught)" \
-    || pass "no handler for SIGINT"
+  # Under qemu-user (an aarch64 binary on this x86-64 machine, scripts/cross-arm64.sh --full)
+  # the process is qemu, which catches every signal itself to hand it to the program it runs:
+  # its SigCgt says nothing about the program's handlers.
+  binary_machine=x86_64; [[ $("$tf" --version) == *") for aarch64 ("* ]] && binary_machine=aarch64
+  if [[ $binary_machine != "$(uname -m)" ]]; then
+    echo "not checked: SigCgt, under emulation ($binary_machine on $(uname -m)) it is qemu's"
+  else
+    (( 0x$caught & sigint_bit )) && fail "a SIGINT handler is installed (SigCgt $caught)" \
+      || pass "no handler for SIGINT"
+  fi
 else
   fail "the training never logged a step: $(cat "$scratch/masks.err")"
 fi
