@@ -35,8 +35,8 @@ esac
 # Build machine's tools (native) and the project's dependencies for arm64: those with
 # libraries as :arm64, the architecture-independent ones (Eigen, CLI11, nlohmann-json) and
 # Catch2 (Multi-Arch: foreign, headers and CMake files only) as they are; the tools the
-# command-line tests call (xmllint, curl, zsh).
-packages="crossbuild-essential-arm64 cmake make qemu-user git help2man pkgconf ca-certificates libxml2-utils curl zsh
+# command-line tests call (xmllint, curl, zsh, man).
+packages="crossbuild-essential-arm64 cmake make qemu-user git help2man pkgconf ca-certificates libxml2-utils curl zsh man-db
   catch2 libeigen3-dev libcli11-dev nlohmann-json3-dev
   libdnnl-dev:arm64 libhwy-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64 libtomlplusplus-dev:arm64
   libcpp-httplib-dev:arm64 libssl-dev:arm64"

@@ -19,6 +19,7 @@ done
 pass "every config and corpus file is in share/tinyformer/"
 
 # The man page holds every subcommand's --help, as the binary prints it now.
+command -v man >/dev/null || { fail "man is missing (Debian package man-db; scripts/install-deps.sh --packaging installs it)"; finish; }
 man_text=$(LANG=C.UTF-8 MANWIDTH=200 man -l "$scratch/prefix/share/man/man1/tinyformer.1.gz" 2>/dev/null)
 [[ "$man_text" == *"tinyformer - train, sample, evaluate and inspect"* ]] && pass "man renders the page" \
   || fail "man -l did not render the page: $(head -5 <<<"$man_text")"
