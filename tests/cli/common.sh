@@ -30,4 +30,7 @@ tiny_lesson_config() {
     printf '[logging]\nlog_every = 10\nprogress_bar = false\n'
   } > "$file"
 }
+# The machine the binary was built for, as its --version says: aarch64 or x86_64. Under
+# qemu-user (scripts/cross-arm64.sh --full) it is not this shell's `uname -m`.
+binary_machine() { if [[ $("$tf" --version) == *") for aarch64 ("* ]]; then echo aarch64; else echo x86_64; fi; }
 finish() { if [[ $failures -eq 0 ]]; then echo "all passed"; exit 0; else echo "$failures failed"; exit 1; fi; }

@@ -42,9 +42,9 @@ if wait_for_training "$scratch/masks" $pid; then
   # Under qemu-user (an aarch64 binary on this x86-64 machine, scripts/cross-arm64.sh --full)
   # the process is qemu, which catches every signal itself to hand it to the program it runs:
   # its SigCgt says nothing about the program's handlers.
-  binary_machine=x86_64; [[ $("$tf" --version) == *") for aarch64 ("* ]] && binary_machine=aarch64
-  if [[ $binary_machine != "$(uname -m)" ]]; then
-    echo "not checked: SigCgt, under emulation ($binary_machine on $(uname -m)) it is qemu's"
+  machine=$(binary_machine)
+  if [[ $machine != "$(uname -m)" ]]; then
+    echo "not checked: SigCgt, under emulation ($machine on $(uname -m)) it is qemu's"
   else
     (( 0x$caught & sigint_bit )) && fail "a SIGINT handler is installed (SigCgt $caught)" \
       || pass "no handler for SIGINT"

@@ -23,7 +23,7 @@ grep -q '^precision = "float32"' "$scratch/f32/config.toml" && pass "config.toml
 # (On 64-bit Arm the cap changes nothing either: no Arm CPU runs oneDNN's bf16 products in
 # this build, and the error says so in other words.)
 cap=(env ONEDNN_MAX_CPU_ISA=AVX512_CORE DNNL_MAX_CPU_ISA=AVX512_CORE)
-arm=false; [[ $("$tf" --version) == *") for aarch64 ("* ]] && arm=true
+arm=false; [[ $(binary_machine) == aarch64 ]] && arm=true
 capped_isa=$("${cap[@]}" "$tf" --version | sed -n 's/^oneDNN .*, dispatching to \([A-Za-z0-9_]*\) on this CPU$/\1/p')
 [[ -n "$capped_isa" ]] && pass "oneDNN's instruction set under the cap: $capped_isa" || fail "no ISA in --version"
 expect_exit 2 "bf16 on a CPU without bf16 instructions" -- "${cap[@]}" \
