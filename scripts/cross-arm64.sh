@@ -131,7 +131,7 @@ build_all() {  # the rest of `all`: the test programs, the fuzz replays, the man
 }
 # The whole suite as scripts/test.sh runs it, on the NEON-only CPU (QEMU_CPU is read by a
 # qemu-aarch64 that binfmt_misc starts). Its 30-minute timeout per test leaves room for
-# emulation, about 10 times slower than the host.
+# emulation, which is slow on float work: cli.test_sweep takes 5-10 s on the host, 712 s here.
 ctest_neon() {
   in_root "cd /root/build-arm64 && QEMU_CPU=max,sve=off ctest -j$(nproc) --timeout 1800 --output-on-failure"
 }
