@@ -14,6 +14,7 @@
 #include "test_helpers.hpp"
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -542,4 +543,115 @@ TEST_CASE("the rows kernel gives every row the matrix-vector kernel's bits, on e
             }
         }
     });
+}
+
+#include "tinyformer/engine/bf16.hpp"
+
+#include "../src/engine/backends/elementwise_kernels.hpp"
+
+namespace {
+// The bits of a float: equal bits, not ==, so that NaNs and signed zeros are compared too.
+uint32_t float_bits(float x) {
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    return bits;
+}
+
+float float_with_bits(uint32_t bits) {
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    return x;
+}
+
+// 37 floats (no whole number of registers on any target): the edges of float and of the
+// rounding to bfloat16 (ties to either side, NaNs of both signs, infinities, subnormals,
+// the largest float, whose rounding overflows to infinity), then random values.
+std::vector<float> edge_and_random_floats() {
+    std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f,
+                             float_with_bits(0x3f808000u), float_with_bits(0x3f818000u),  // ties: down to even, up to even
+                             float_with_bits(0x3f808001u), float_with_bits(0xbf818000u), float_with_bits(0x7f7fffffu),
+                             std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                             float_with_bits(0x7fc00001u), float_with_bits(0xffc12345u), float_with_bits(0x7f800001u),  // NaNs
+                             float_with_bits(0x00000001u), float_with_bits(0x80018000u), 1e-30f};
+    const std::vector<double> random = random_tensor({37 - static_cast<int64_t>(xs.size())}, 11, DType::f64).to_vector();
+    xs.insert(xs.end(), random.begin(), random.end());
+    return xs;
+}
+}  // namespace
+
+TEST_CASE("the elementwise kernels give every element its formula's bits, on every target", "[parity]") {
+    const std::vector<float> a = edge_and_random_floats();
+    std::vector<float> b(a.rbegin(), a.rend());
+    const int64_t n = static_cast<int64_t>(a.size());
+    on_every_kernel_target([&] {
+        std::vector<float> sum(n), product(n), scaled(n), added = a;
+        std::vector<uint16_t> halves(n);
+        detail::add_span(a.data(), b.data(), sum.data(), n);
+        detail::mul_span(a.data(), b.data(), product.data(), n);
+        detail::scale_span(a.data(), 0.3f, scaled.data(), n);
+        detail::add_into_span(added.data(), b.data(), n);
+        detail::to_bf16_span(a.data(), halves.data(), n);
+        for (int64_t i = 0; i < n; ++i) {
+            INFO("element " << i << ": " << a[i] << " and " << b[i]);
+            CHECK(float_bits(sum[i]) == float_bits(a[i] + b[i]));
+            CHECK(float_bits(product[i]) == float_bits(a[i] * b[i]));
+            CHECK(float_bits(scaled[i]) == float_bits(0.3f * a[i]));
+            CHECK(float_bits(added[i]) == float_bits(a[i] + b[i]));
+            CHECK(halves[i] == to_bf16_bits(a[i]));
+        }
+    });
+}
+
+TEST_CASE("the rotation kernel turns each pair by its angle, on every target, in place too", "[parity]") {
+    for (const int64_t d : {6, 32, 38}) {  // 38: whole registers and then single pairs on every target
+        INFO("d = " << d);
+        const std::vector<double> row = random_tensor({d}, 12, DType::f64).to_vector();
+        const std::vector<float> from(row.begin(), row.end());
+        std::vector<float> cos_pairs(d), sin_pairs(d);
+        for (int64_t j = 0; j < d / 2; ++j) {
+            const double theta = 0.7 * (j + 1);
+            cos_pairs[2 * j] = cos_pairs[2 * j + 1] = static_cast<float>(std::cos(theta));
+            sin_pairs[2 * j] = -static_cast<float>(std::sin(theta)), sin_pairs[2 * j + 1] = static_cast<float>(std::sin(theta));
+        }
+        on_every_kernel_target([&] {
+            for (const float sign : {1.0f, -1.0f}) {
+                std::vector<float> to(d), in_place = from;
+                detail::rotate_row(from.data(), to.data(), cos_pairs.data(), sin_pairs.data(), d, sign);
+                detail::rotate_row(in_place.data(), in_place.data(), cos_pairs.data(), sin_pairs.data(), d, sign);
+                for (int64_t j = 0; j < d / 2; ++j) {
+                    INFO("pair " << j << ", sign " << sign);
+                    const float c = cos_pairs[2 * j], s = sign * sin_pairs[2 * j + 1];
+                    const float u0 = from[2 * j], u1 = from[2 * j + 1];
+                    // (u0 c - u1 s, u1 c + u0 s), each product rounded on its own (volatile: not
+                    // fused into a multiply-add by this file's compiler)
+                    const volatile float u0c = u0 * c, u1s = u1 * s, u1c = u1 * c, u0s = u0 * s;
+                    CHECK(float_bits(to[2 * j]) == float_bits(u0c - u1s));
+                    CHECK(float_bits(to[2 * j + 1]) == float_bits(u1c + u0s));
+                }
+                CHECK(in_place == to);
+            }
+        });
+    }
+}
+
+TEST_CASE("the sum of squares adds in its documented order, to the bit on every target", "[parity][optim]") {
+    const std::vector<double> values = random_tensor({1003}, 13, DType::f64).to_vector();
+    const std::vector<float> g(values.begin(), values.end());
+    for (const int64_t n : {0, 1, 7, 8, 9, 64, 1003}) {
+        // element i into running sum i % 8, the tail (past the last whole 8) into sum 0, then 0..7
+        double lanes[8] = {};
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            for (int l = 0; l < 8; ++l) lanes[l] += static_cast<double>(g[i + l]) * g[i + l];
+        for (; i < n; ++i) lanes[0] += static_cast<double>(g[i]) * g[i];
+        double want = 0;
+        for (double lane : lanes) want += lane;
+        on_every_kernel_target([&] {
+            INFO("n = " << n);
+            CHECK(sum_of_squares(g.data(), n) == want);
+            std::vector<float> scaled = g;
+            scale_in_place(scaled.data(), 0.25f, n);
+            for (int64_t k = 0; k < n; ++k) REQUIRE(scaled[k] == 0.25f * g[k]);
+        });
+    }
 }

@@ -16,26 +16,16 @@ double learning_rate(const OptimConfig& optim, int64_t step, int64_t total_steps
     return optim.min_lr + 0.5 * (1.0 + std::cos(M_PI * r)) * (optim.lr - optim.min_lr);
 }
 
-// ||g||², summed in a fixed number of chunks (each in order, then the chunks in order), so
-// that it is the same to the bit whatever the thread count: OpenMP's own reduction adds
-// the threads' partial sums in whatever order they finish.
-static double sum_of_squares(const float* g, int64_t n) {
-    constexpr int64_t kChunks = 64, kLanes = 8;
+// ||g||², summed in a fixed number of chunks (each by the kernel's fixed order, then the chunks
+// in order), so that it is the same to the bit whatever the thread count: OpenMP's own
+// reduction adds the threads' partial sums in whatever order they finish.
+static double squared_norm(const float* g, int64_t n) {
+    constexpr int64_t kChunks = 64;
     double chunk_sums[kChunks] = {};
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
     for (int64_t c = 0; c < kChunks; ++c) {
         const int64_t begin = n * c / kChunks, end = n * (c + 1) / kChunks;
-        // Eight running sums, element i going to lane i % 8: independent adds the compiler
-        // can put in one vector (a single running sum is a chain of dependent adds), in an
-        // order fixed by the data alone, so the result is the same for any thread count.
-        double lanes[kLanes] = {};
-        int64_t i = begin;
-        for (; i + kLanes <= end; i += kLanes)
-            for (int64_t l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(g[i + l]) * g[i + l];
-        for (; i < end; ++i) lanes[0] += static_cast<double>(g[i]) * g[i];
-        double sum = 0;
-        for (double lane : lanes) sum += lane;
-        chunk_sums[c] = sum;
+        chunk_sums[c] = sum_of_squares(g + begin, end - begin);
     }
     double total = 0;
     for (double chunk_sum : chunk_sums) total += chunk_sum;
@@ -46,11 +36,13 @@ double clip_grad_norm(Parameters& params, double max_norm) {
     Tensor grads = params.gradients();
     float* g = grads.data<float>();
     const int64_t n = grads.numel();
-    const double norm = std::sqrt(sum_of_squares(g, n));
+    const double norm = std::sqrt(squared_norm(g, n));
     if (max_norm > 0 && norm > max_norm) {
         const float factor = static_cast<float>(max_norm / (norm + 1e-6));
-#pragma omp parallel for simd schedule(static) if (n > (1 << 16))
-        for (int64_t i = 0; i < n; ++i) g[i] *= factor;
+        constexpr int64_t kChunks = 64;
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+        for (int64_t c = 0; c < kChunks; ++c)
+            scale_in_place(g + n * c / kChunks, factor, n * (c + 1) / kChunks - n * c / kChunks);
     }
     return norm;
 }

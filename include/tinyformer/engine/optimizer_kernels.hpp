@@ -1,4 +1,5 @@
-// The optimizer's inner loop as a kernel: compiled once per target and dispatched at run time
+// The optimizer's inner loops as kernels (AdamW's update, and the sum of squares and the scaling
+// of gradient clipping): compiled once per target and dispatched at run time
 // like the backend's own kernels (kernel_targets.hpp), so the portable build runs it in AVX2
 // or AVX-512 registers too. train/optim.cpp holds the algorithm and splits the work over threads.
 #pragma once
@@ -22,5 +23,13 @@ struct AdamWStep {
 // Each element on its own, so any split of [0, n) gives the same numbers.
 void adamw_update(const AdamWStep& step, float* p, const float* g, float* m, float* v, const uint8_t* decays,
                   int64_t n);
+
+// Σ g[i]² over i < n, in double: element i goes to running sum i % 8, each in order, and the
+// eight sums are added 0 to 7. The order depends on the data alone, so the result is the same
+// to the bit on every target (each product of two floats is exact in double).
+double sum_of_squares(const float* g, int64_t n);
+
+// g[i] ← factor · g[i], for i < n.
+void scale_in_place(float* g, float factor, int64_t n);
 
 }  // namespace tinyformer

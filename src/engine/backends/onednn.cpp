@@ -31,9 +31,9 @@
 #include "tinyformer/engine/bf16.hpp"
 #include "activation_kernels.hpp"
 #include "attention_blocks.hpp"
+#include "elementwise_kernels.hpp"
 #include "layer_norm_kernels.hpp"
 #include "onednn_compat.hpp"
-#include "rotate_pairs.hpp"
 
 namespace tinyformer {
 
@@ -135,28 +135,26 @@ int64_t row_offset(int64_t row, int64_t inner_axis, const Shape& out_shape, cons
     return offset;
 }
 
-// out = op(a, b) with NumPy broadcasting. Fast paths for the shapes a model makes: equal
+// out = op(a, b) with NumPy broadcasting, where span(a, b, out, n) is op over n elements in
+// the own kernels (elementwise_kernels.cpp). Fast paths for the shapes a model makes: equal
 // shapes, and one operand a suffix of the other (a bias, a position table). Anything else
-// walks the output row by row (rows = every axis but the last).
+// walks the output row by row (rows = every axis but the last), element by element.
 template <class Op>
-void broadcast_binary(const Tensor& a, const Tensor& b, Tensor& out, Op op) {
+void broadcast_binary(const Tensor& a, const Tensor& b, Tensor& out, void (*span)(const float*, const float*, float*, int64_t),
+                      Op op) {
     const float *pa = a.data<float>(), *pb = b.data<float>();
     float* po = out.data<float>();
     const int64_t n = out.numel();
     const Broadcast ba = broadcast_of(a.shape(), out.shape()), bb = broadcast_of(b.shape(), out.shape());
-    if (ba.full && bb.full) {
-#pragma omp parallel for schedule(static) if (n > kParallelWork)
-        for (int64_t i = 0; i < n; ++i) po[i] = op(pa[i], pb[i]);
-        return;
-    }
+    if (ba.full && bb.full)
+        return for_each_span(n, [&](int64_t begin, int64_t count) { span(pa + begin, pb + begin, po + begin, count); });
     if ((ba.full && bb.suffix) || (bb.full && ba.suffix)) {
         const int64_t inner = ba.full ? b.numel() : a.numel(), rows = n / std::max<int64_t>(inner, 1);
 #pragma omp parallel for schedule(static) if (n > kParallelWork)
         for (int64_t r = 0; r < rows; ++r) {
             const float* row_a = ba.full ? pa + r * inner : pa;  // the repeated operand restarts
             const float* row_b = bb.full ? pb + r * inner : pb;
-            float* row_out = po + r * inner;
-            for (int64_t j = 0; j < inner; ++j) row_out[j] = op(row_a[j], row_b[j]);
+            span(row_a, row_b, po + r * inner, inner);
         }
         return;
     }
@@ -247,27 +245,25 @@ public:
                residual.data<float>());
     }
 
-    // out = x rounded to bfloat16, to nearest even (bf16.hpp). A plain loop the compiler
-    // vectorises: as fast as oneDNN's reorder (35 µs against 39 µs for 393,216 floats on 2
-    // threads) and plainer to read.
+    // out = x rounded to bfloat16, to nearest even (bf16.hpp's to_bf16_bits, in the own
+    // kernels' vectors): as fast as oneDNN's reorder (35 µs against 39 µs for 393,216 floats on
+    // 2 threads, as a plain loop) and plainer to read.
     void to_bf16(const Tensor& x, Tensor& out) override {
         const float* from = x.data<float>();
         uint16_t* to = out.data<uint16_t>();
-        const int64_t n = x.numel();
-#pragma omp parallel for schedule(static) if (n > kParallelWork)
-        for (int64_t i = 0; i < n; ++i) to[i] = to_bf16_bits(from[i]);
+        for_each_span(x.numel(), [&](int64_t begin, int64_t n) { detail::to_bf16_span(from + begin, to + begin, n); });
     }
 
     // ---- elementwise ----
 
     void add(const Tensor& a, const Tensor& b, Tensor& out) override {
         if (out.dtype() != DType::f32) return reference_->add(a, b, out);
-        broadcast_binary(a, b, out, [](float x, float y) { return x + y; });
+        broadcast_binary(a, b, out, detail::add_span, [](float x, float y) { return x + y; });
     }
 
     void mul(const Tensor& a, const Tensor& b, Tensor& out) override {
         if (out.dtype() != DType::f32) return reference_->mul(a, b, out);
-        broadcast_binary(a, b, out, [](float x, float y) { return x * y; });
+        broadcast_binary(a, b, out, detail::mul_span, [](float x, float y) { return x * y; });
     }
 
     void sum_to(const Tensor& in, Tensor& out) override {
@@ -290,11 +286,7 @@ public:
             const int64_t end = std::min(inner, lines * (thread + 1) / threads * line);
             float* band = po + begin;
             std::fill(band, po + end, 0.0f);
-            for (int64_t r = 0; r < rows; ++r) {
-                const float* row = pi + r * inner + begin;
-#pragma omp simd
-                for (int64_t j = 0; j < end - begin; ++j) band[j] += row[j];
-            }
+            for (int64_t r = 0; r < rows; ++r) detail::add_into_span(band, pi + r * inner + begin, end - begin);
         }
     }
 
@@ -303,18 +295,14 @@ public:
         const float* px = x.data<float>();
         float* po = out.data<float>();
         const float f = static_cast<float>(factor);
-        const int64_t n = out.numel();
-#pragma omp parallel for schedule(static) if (n > kParallelWork)
-        for (int64_t i = 0; i < n; ++i) po[i] = f * px[i];
+        for_each_span(out.numel(), [&](int64_t begin, int64_t n) { detail::scale_span(px + begin, f, po + begin, n); });
     }
 
     void add_inplace(Tensor& dst, const Tensor& src) override {
         if (dst.dtype() != DType::f32) return reference_->add_inplace(dst, src);
         const float* ps = src.data<float>();
         float* pd = dst.data<float>();
-        const int64_t n = dst.numel();
-#pragma omp parallel for schedule(static) if (n > kParallelWork)
-        for (int64_t i = 0; i < n; ++i) pd[i] += ps[i];
+        for_each_span(dst.numel(), [&](int64_t begin, int64_t n) { detail::add_into_span(pd + begin, ps + begin, n); });
     }
 
     void transpose(const Tensor& x, int dim0, int dim1, Tensor& out) override {
@@ -569,15 +557,15 @@ public:
 
     void rope(const Tensor& x, int64_t start, bool inverse, Tensor& out) override {
         if (x.dtype() != DType::f32) return reference_->rope(x, start, inverse, out);
-        const int64_t d = x.dim(-1), T = x.dim(-2), rows = x.numel() / d, half = d / 2;
-        const RopeTable& table = rope_table(start, T, d);  // [T, d/2] cos and sin
+        const int64_t d = x.dim(-1), T = x.dim(-2), rows = x.numel() / d;
+        const RopeTable& table = rope_table(start, T, d);
         const float sign = inverse ? -1.0f : 1.0f;        // the inverse rotates by -theta
         const float* px = x.data<float>();
         float* po = out.data<float>();
 #pragma omp parallel for schedule(static) if (x.numel() > kParallelWork)
         for (int64_t r = 0; r < rows; ++r)
-            detail::rotate_pairs(px + r * d, po + r * d, table.cos.data() + (r % T) * half,
-                                 table.sin.data() + (r % T) * half, half, sign);
+            detail::rotate_row(px + r * d, po + r * d, table.cos_pairs.data() + (r % T) * d,
+                               table.sin_pairs.data() + (r % T) * d, d, sign);
     }
 
     // ---- self-attention's heads ----
@@ -599,8 +587,8 @@ public:
     // way to the heads, -theta on the way back. Threads take whole blocks.
     void move_qkv(float* qkv, float* heads, int64_t B, int64_t T, int64_t D, int64_t H, bool rope, int64_t start,
                   bool to_heads) {
-        const int64_t d = D / H, half = d / 2, blocks = 3 * B * H;
-        const RopeTable& table = rope_table(start, T, d);  // [T, d/2] cos and sin
+        const int64_t d = D / H, blocks = 3 * B * H;
+        const RopeTable& table = rope_table(start, T, d);
         const float sign = to_heads ? 1.0f : -1.0f;
 #pragma omp parallel for schedule(static) if (blocks * T * d > kParallelWork)
         for (int64_t block = 0; block < blocks; ++block) {
@@ -614,7 +602,7 @@ public:
                     std::copy_n(from, d, to);
                     continue;
                 }
-                detail::rotate_pairs(from, to, table.cos.data() + t * half, table.sin.data() + t * half, half, sign);
+                detail::rotate_row(from, to, table.cos_pairs.data() + t * d, table.sin_pairs.data() + t * d, d, sign);
             }
         }
     }
@@ -654,18 +642,18 @@ public:
         const float g = static_cast<float>(d_loss / N);
 #pragma omp parallel for schedule(static) if (N * V > kParallelWork)
         for (int64_t n = 0; n < N; ++n) {
-            for (int64_t v = 0; v < V; ++v) pd[n * V + v] = g * pp[n * V + v];
+            detail::scale_span(pp + n * V, g, pd + n * V, V);
             pd[n * V + pt[n]] = g * (pp[n * V + pt[n]] - 1.0f);
         }
     }
 
 private:
-    // Layer norm with a per-channel weight (oneDNN: scale) and bias (shift).
-    // cos and sin of every angle rope needs for one (start, T, d), [T, d/2] each.
+    // cos and sin of every angle rope needs for one (start, T, d), [T, d] each, one entry per
+    // feature so that a row rotates a register at a time (rotate_row, HeadInputs): for pair j of
+    // position t, both of its features hold cos theta, and sin_pairs holds -sin theta, +sin theta.
     struct RopeTable {
         int64_t start = -1, T = 0, d = 0;
-        std::vector<float> cos, sin;
-        std::vector<float> cos_pairs, sin_pairs;  // [T, d]: per feature, for attention's blocks (HeadInputs)
+        std::vector<float> cos_pairs, sin_pairs;
     };
 
     std::unique_ptr<Backend> reference_ = make_reference_backend();
@@ -828,21 +816,15 @@ private:
     const RopeTable& rope_table(int64_t start, int64_t T, int64_t d) {
         RopeTable& table = rope_table_;
         if (table.start == start && table.T == T && table.d == d) return table;
-        const int64_t half = d / 2;
-        table = RopeTable{start, T, d, std::vector<float>(T * half), std::vector<float>(T * half), {}, {}};
+        table = RopeTable{start, T, d, std::vector<float>(T * d), std::vector<float>(T * d)};
         for (int64_t t = 0; t < T; ++t)
-            for (int64_t j = 0; j < half; ++j) {
+            for (int64_t j = 0; j < d / 2; ++j) {
                 const double theta = static_cast<double>(start + t) * std::pow(10000.0, -2.0 * j / d);
-                table.cos[t * half + j] = static_cast<float>(std::cos(theta));
-                table.sin[t * half + j] = static_cast<float>(std::sin(theta));
+                const float c = static_cast<float>(std::cos(theta)), s = static_cast<float>(std::sin(theta));
+                float *cos_pair = &table.cos_pairs[t * d + 2 * j], *sin_pair = &table.sin_pairs[t * d + 2 * j];
+                cos_pair[0] = cos_pair[1] = c;
+                sin_pair[0] = -s, sin_pair[1] = s;
             }
-        table.cos_pairs.resize(T * half * 2);
-        table.sin_pairs.resize(T * half * 2);
-        for (int64_t i = 0; i < T * half; ++i) {
-            table.cos_pairs[2 * i] = table.cos_pairs[2 * i + 1] = table.cos[i];
-            table.sin_pairs[2 * i] = -table.sin[i];
-            table.sin_pairs[2 * i + 1] = table.sin[i];
-        }
         return table;
     }
 
