@@ -746,7 +746,8 @@ private:
             const float *a = reinterpret_cast<const float*>(in.a), *b = reinterpret_cast<const float*>(in.b);
             float beta = s.accumulate ? 1.0f : 0.0f;
             if (residual) {  // c = residual, then c += a @ b (gemm_residual never accumulates)
-                std::copy(residual, residual + s.M * s.N, c);
+                // Copied by every thread, a span each: on one thread the other waited for it.
+                for_each_span(s.M * s.N, [&](int64_t begin, int64_t n) { std::copy_n(residual + begin, n, c + begin); });
                 beta = 1.0f;
             }
             auto product = [&](int64_t i) {  // entry i of the batch; true if it failed
