@@ -18,6 +18,7 @@
 #include <limits>
 
 #include "attention_blocks.hpp"
+#include "rotate_row-inl.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace tinyformer::detail::HWY_NAMESPACE {
@@ -114,31 +115,11 @@ void transpose_into(const float* in, int64_t stride, int64_t T, int64_t d, float
 }
 
 // x's rows [T,d] (x_stride apart) rotated by rope's angles into out's (out_stride apart);
-// sign -1 rotates back. Pair (u0, u1) turned by theta is (u0 c - u1 s, u1 c + u0 s): the row
-// times cos_pairs, plus the row with each pair swapped times sin_pairs (-s, +s).
+// sign -1 rotates back (rotate_row-inl.hpp, the rope op's rotation too).
 void rotate_rows(const float* x, int64_t x_stride, const HeadInputs& in, int64_t T, int64_t d, float sign, float* out,
                  int64_t out_stride) {
-#if HWY_TARGET == HWY_SCALAR
-    // One lane to a register: no pair to swap inside it, so each feature reads its partner.
     for (int64_t t = 0; t < T; ++t)
-        for (int64_t j = 0; j < d; ++j) {
-            const float* u = x + t * x_stride;
-            const float c = in.cos_pairs[t * d + j], s = sign * in.sin_pairs[t * d + j];
-            out[t * out_stride + j] = std::fma(u[j ^ 1], s, u[j] * c);  // as MulAdd below
-        }
-    return;
-#endif
-    const Floats f;
-    const int64_t N = static_cast<int64_t>(hn::Lanes(f));
-    const Vec signs = hn::Set(f, sign);
-    for (int64_t t = 0; t < T; ++t)
-        for (int64_t j = 0; j < d; j += N) {
-            const Vec u = hn::LoadU(f, x + t * x_stride + j);
-            const Vec c = hn::LoadU(f, in.cos_pairs + t * d + j);
-            const Vec s = hn::Mul(signs, hn::LoadU(f, in.sin_pairs + t * d + j));
-            const Vec pairs_swapped = hn::Reverse2(f, u);
-            hn::StoreU(hn::MulAdd(pairs_swapped, s, hn::Mul(u, c)), f, out + t * out_stride + j);
-        }
+        RotateRow(x + t * x_stride, out + t * out_stride, in.cos_pairs + t * d, in.sin_pairs + t * d, d, sign);
 }
 
 // Row i of the weights, in place: softmax(alpha · scores) over keys 0..i, exactly 0 after.

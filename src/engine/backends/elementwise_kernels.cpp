@@ -8,6 +8,7 @@
 #include <hwy/highway.h>
 
 #include "elementwise_kernels.hpp"
+#include "rotate_row-inl.hpp"
 #include "span_loops-inl.hpp"
 
 HWY_BEFORE_NAMESPACE();
@@ -48,22 +49,7 @@ void to_bf16_span(const float* from, uint16_t* to, int64_t n) {
 }
 
 void rotate_row(const float* from, float* to, const float* cos_pairs, const float* sin_pairs, int64_t d, float sign) {
-    int64_t j = 0;
-#if HWY_TARGET != HWY_SCALAR  // a register of one lane has no pair to swap inside it
-    const Floats f;
-    const int64_t N = static_cast<int64_t>(hn::Lanes(f));  // even: pairs never straddle registers
-    const auto signs = hn::Set(f, sign);
-    for (; j + N <= d; j += N) {
-        const auto u = hn::LoadU(f, from + j);
-        const auto s = hn::Mul(signs, hn::LoadU(f, sin_pairs + j));
-        hn::StoreU(hn::Add(hn::Mul(u, hn::LoadU(f, cos_pairs + j)), hn::Mul(hn::Reverse2(f, u), s)), f, to + j);
-    }
-#endif
-    for (; j + 2 <= d; j += 2) {  // the same two products and sum, one pair at a time
-        const float u0 = from[j], u1 = from[j + 1];
-        to[j] = u0 * cos_pairs[j] + u1 * (sign * sin_pairs[j]);
-        to[j + 1] = u1 * cos_pairs[j + 1] + u0 * (sign * sin_pairs[j + 1]);
-    }
+    RotateRow(from, to, cos_pairs, sin_pairs, d, sign);
 }
 
 }  // namespace tinyformer::detail::HWY_NAMESPACE
