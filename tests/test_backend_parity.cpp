@@ -655,3 +655,27 @@ TEST_CASE("the sum of squares adds in its documented order, to the bit on every 
         });
     }
 }
+
+TEST_CASE("a weight's gradient over many rows, split over the threads, agrees with the reference", "[parity]") {
+    // 400 rows: on 2 or 3 threads the oneDNN backend sums each thread's run of rows apart and
+    // adds the runs; the LM head's blocks of 512 rows add a second block's runs onto the first's.
+    const Tensor hidden = random_tensor({4, 100, 24}, 21, DType::f32), weight = random_tensor({40, 24}, 22, DType::f32);
+    const Tensor seed = random_tensor({4, 100, 40}, 23, DType::f32);
+    const Tensor lm_hidden = random_tensor({1024, 24}, 24, DType::f32), lm_weight = random_tensor({11, 24}, 25, DType::f32);
+    const std::vector<int32_t> ids = random_ids(1024, 11, 26);
+    const Tensor targets = Tensor::from(std::vector<double>(ids.begin(), ids.end()), {1024}, DType::i32);
+    auto gradients = [&] {
+        Tensor w = weight.clone().set_requires_grad(true), lm_w = lm_weight.clone().set_requires_grad(true);
+        linear(hidden, w).backward(seed);
+        linear_cross_entropy(lm_hidden, lm_w, targets, /*block_logits=*/512 * 11).backward();
+        return std::vector<Tensor>{w.grad(), lm_w.grad()};
+    };
+    const std::vector<Tensor> want = computed_by(make_reference_backend(), gradients);
+    for (const int threads : {1, 2, 3}) {
+        ThreadsScope scope(threads);
+        const std::vector<Tensor> got = computed_by(make_onednn_backend(), gradients);
+        INFO(threads << " threads");
+        CHECK(relative_error(got[0], want[0]) <= 1e-5);  // float32 sums of 400 products
+        CHECK(relative_error(got[1], want[1]) <= 1e-5);  // two blocks of 512 rows
+    }
+}

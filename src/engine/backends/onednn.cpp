@@ -665,6 +665,7 @@ private:
     std::unordered_map<std::string, Kernel> kernels_;
     std::vector<float> parameter_shares_;  // layer_norm_backward's, [blocks of rows, 2, C]
     std::vector<float> row_sums_;          // sum_to's, [blocks of rows, inner]
+    std::vector<float> partial_products_;  // product_split_over_rows', [parts, M, N]
     RopeTable rope_table_;  // the last one made: training asks for the same one every time
     std::vector<double> row_losses_;  // cross_entropy_forward's scratch [N]
     std::vector<float> attention_scratch_;  // for_each_head's, for every thread
@@ -715,6 +716,32 @@ private:
                 f32, 4};
     }
 
+    // c [M,N] (+)= aᵀ b, a [K,M] and b [K,N]: a weight's gradient, dW = dYᵀ X summed over the
+    // K rows of a batch. The rows go in `parts` runs, one per thread, each summed by a one-thread
+    // sgemm into its own partial sums; then c = (c +) part 0 + part 1 + ... in order. The runs
+    // follow the rows as the kernels before split them (each thread its own run of rows, static),
+    // so a thread reads the rows it wrote itself: oneDNN's own two threads each read half of
+    // their operand from the other core's cache, which cost up to 15 % (docs/performance.md).
+    // The bits depend on the thread count, as oneDNN's own split of a product does.
+    static constexpr int64_t kRowsPerPart = 128;  // fewer, and one sgemm over all rows is as fast
+    void product_split_over_rows(const float* a, const float* b, float* c, const GemmSpec& s, int64_t parts) {
+        const int64_t size = s.M * s.N;
+        partial_products_.resize(parts * size);
+        bool failed = false;
+#pragma omp parallel for schedule(static) num_threads(parts) reduction(|| : failed)
+        for (int64_t part = 0; part < parts; ++part) {
+            const int64_t first = s.K * part / parts, rows = s.K * (part + 1) / parts - first;
+            failed = dnnl_sgemm('T', 'N', s.M, s.N, rows, 1.0f, a + first * s.M, s.M, b + first * s.N, s.N, 0.0f,
+                                partial_products_.data() + part * size, s.N) != dnnl_success || failed;
+        }
+        if (failed) throw std::runtime_error("oneDNN sgemm failed");
+        for_each_span(size, [&](int64_t begin, int64_t n) {
+            if (!s.accumulate) std::fill_n(c + begin, n, 0.0f);
+            for (int64_t part = 0; part < parts; ++part)
+                detail::add_into_span(c + begin, partial_products_.data() + part * size + begin, n);
+        });
+    }
+
     // c = alpha · op(a) @ op(b) (+ c), batched as GemmSpec says (stride_c is not 0 here, or batch is 1);
     // with a bias [N], + bias on every row; with a residual (shaped as c, batch 1), + residual.
     void matmul(const Operands& in, float* c, GemmSpec s, const float* bias = nullptr,
@@ -756,7 +783,11 @@ private:
                                   s.trans_b ? s.K : s.N, beta, c + i * s.stride_c, s.N) != dnnl_success;
             };
             bool failed = false;
-            if (s.batch == 1) {
+            const int64_t parts = omp_in_parallel() ? 1 : omp_get_max_threads();
+            if (s.batch == 1 && s.trans_a && !s.trans_b && !residual && alpha == 1.0f && parts > 1 &&
+                s.K >= kRowsPerPart * parts) {
+                product_split_over_rows(a, b, c, s, parts);  // a weight's gradient: each thread its own rows
+            } else if (s.batch == 1) {
                 failed = product(0);  // outside any parallel region: sgemm uses every thread
             } else {
 #pragma omp parallel for schedule(static) reduction(|| : failed)
