@@ -16,17 +16,18 @@ double learning_rate(const OptimConfig& optim, int64_t step, int64_t total_steps
     return optim.min_lr + 0.5 * (1.0 + std::cos(M_PI * r)) * (optim.lr - optim.min_lr);
 }
 
-// ||g||², summed in a fixed number of chunks (each by the kernel's fixed order, then the chunks
-// in order), so that it is the same to the bit whatever the thread count: OpenMP's own
-// reduction adds the threads' partial sums in whatever order they finish.
+// The gradient arena is worked on in a fixed number of chunks, whatever the thread count.
+constexpr int64_t kChunks = 64;
+static int64_t chunk_start(int64_t n, int64_t c) { return n * c / kChunks; }
+
+// ||g||², each chunk by the kernel's fixed order, then the chunks in order, so that it is the
+// same to the bit whatever the thread count: OpenMP's own reduction adds the threads' partial
+// sums in whatever order they finish.
 static double squared_norm(const float* g, int64_t n) {
-    constexpr int64_t kChunks = 64;
     double chunk_sums[kChunks] = {};
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
-    for (int64_t c = 0; c < kChunks; ++c) {
-        const int64_t begin = n * c / kChunks, end = n * (c + 1) / kChunks;
-        chunk_sums[c] = sum_of_squares(g + begin, end - begin);
-    }
+    for (int64_t c = 0; c < kChunks; ++c)
+        chunk_sums[c] = sum_of_squares(g + chunk_start(n, c), chunk_start(n, c + 1) - chunk_start(n, c));
     double total = 0;
     for (double chunk_sum : chunk_sums) total += chunk_sum;
     return total;
@@ -39,10 +40,9 @@ double clip_grad_norm(Parameters& params, double max_norm) {
     const double norm = std::sqrt(squared_norm(g, n));
     if (max_norm > 0 && norm > max_norm) {
         const float factor = static_cast<float>(max_norm / (norm + 1e-6));
-        constexpr int64_t kChunks = 64;
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
         for (int64_t c = 0; c < kChunks; ++c)
-            scale_in_place(g + n * c / kChunks, factor, n * (c + 1) / kChunks - n * c / kChunks);
+            scale_in_place(g + chunk_start(n, c), factor, chunk_start(n, c + 1) - chunk_start(n, c));
     }
     return norm;
 }
