@@ -108,18 +108,43 @@ int64_t visible_width(int64_t last_row, int64_t T) {
 }
 
 // out [d,T] = in [T,d]ᵀ (in's rows `stride` apart), so that a product can read a key's or
-// value's features as a row.
+// value's features as a row. T and d are multiples of 16, so of 4: the vector targets move
+// 4×4 tiles in four registers of 4 floats, which every target has (on AVX-512 too, a tile
+// is a quarter of a register, but the element-at-a-time loop it replaces was slower still).
 void transpose_into(const float* in, int64_t stride, int64_t T, int64_t d, float* out) {
+#if HWY_TARGET == HWY_SCALAR
     for (int64_t t = 0; t < T; ++t)
         for (int64_t c = 0; c < d; ++c) out[c * T + t] = in[t * stride + c];
+#else
+    const hn::FixedTag<float, 4> f4;
+    for (int64_t t = 0; t < T; t += 4)
+        for (int64_t c = 0; c < d; c += 4) {
+            const float* tile = in + t * stride + c;  // rows t..t+3: a b c d, features c..c+3
+            const auto a = hn::LoadU(f4, tile), b = hn::LoadU(f4, tile + stride);
+            const auto c_ = hn::LoadU(f4, tile + 2 * stride), d_ = hn::LoadU(f4, tile + 3 * stride);
+            const auto ab_low = hn::InterleaveLower(f4, a, b), cd_low = hn::InterleaveLower(f4, c_, d_);    // a0 b0 a1 b1
+            const auto ab_high = hn::InterleaveUpper(f4, a, b), cd_high = hn::InterleaveUpper(f4, c_, d_);  // a2 b2 a3 b3
+            float* column = out + c * T + t;  // feature c's row of out, from position t
+            hn::StoreU(hn::ConcatLowerLower(f4, cd_low, ab_low), f4, column);            // a0 b0 c0 d0
+            hn::StoreU(hn::ConcatUpperUpper(f4, cd_low, ab_low), f4, column + T);        // a1 b1 c1 d1
+            hn::StoreU(hn::ConcatLowerLower(f4, cd_high, ab_high), f4, column + 2 * T);  // a2 b2 c2 d2
+            hn::StoreU(hn::ConcatUpperUpper(f4, cd_high, ab_high), f4, column + 3 * T);  // a3 b3 c3 d3
+        }
+#endif
 }
 
 // x's rows [T,d] (x_stride apart) rotated by rope's angles into out's (out_stride apart);
-// sign -1 rotates back (rotate_row-inl.hpp, the rope op's rotation too).
+// sign -1 rotates back (rotate_row-inl.hpp, the rope op's rotation too). d is a multiple of
+// 16, so of every target's lanes: each row is whole registers, with no tail to look for.
 void rotate_rows(const float* x, int64_t x_stride, const HeadInputs& in, int64_t T, int64_t d, float sign, float* out,
                  int64_t out_stride) {
+    const float *cos_pairs = in.cos_pairs, *sin_pairs = in.sin_pairs;
     for (int64_t t = 0; t < T; ++t)
-        RotateRow(x + t * x_stride, out + t * out_stride, in.cos_pairs + t * d, in.sin_pairs + t * d, d, sign);
+#if HWY_TARGET == HWY_SCALAR
+        RotateRow(x + t * x_stride, out + t * out_stride, cos_pairs + t * d, sin_pairs + t * d, d, sign);
+#else
+        RotateWholeRegisters(x + t * x_stride, out + t * out_stride, cos_pairs + t * d, sin_pairs + t * d, d, sign);
+#endif
 }
 
 // Row i of the weights, in place: softmax(alpha · scores) over keys 0..i, exactly 0 after.

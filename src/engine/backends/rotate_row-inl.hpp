@@ -21,19 +21,31 @@ HWY_BEFORE_NAMESPACE();
 namespace tinyformer::detail::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// to [d] = from [d] rotated (d even; sign -1 rotates back). from and to may be the same row.
-HWY_INLINE void RotateRow(const float* from, float* to, const float* cos_pairs, const float* sin_pairs, int64_t d,
-                          float sign) {
-    int64_t j = 0;
 #if HWY_TARGET != HWY_SCALAR  // a register of one lane has no pair to swap inside it
+// The first `whole` features of a row rotated, `whole` a multiple of the register's lanes
+// (which are even: pairs never straddle registers). Only vector code: attention's heads,
+// whose width is a multiple of 16, rotate through this alone.
+HWY_INLINE void RotateWholeRegisters(const float* from, float* to, const float* cos_pairs, const float* sin_pairs,
+                                     int64_t whole, float sign) {
     const hn::ScalableTag<float> f;
-    const int64_t N = static_cast<int64_t>(hn::Lanes(f));  // even: pairs never straddle registers
+    const int64_t N = static_cast<int64_t>(hn::Lanes(f));
     const auto signs = hn::Set(f, sign);
-    for (; j + N <= d; j += N) {
+    for (int64_t j = 0; j < whole; j += N) {
         const auto u = hn::LoadU(f, from + j);
         const auto s = hn::Mul(signs, hn::LoadU(f, sin_pairs + j));
         hn::StoreU(hn::Add(hn::Mul(u, hn::LoadU(f, cos_pairs + j)), hn::Mul(hn::Reverse2(f, u), s)), f, to + j);
     }
+}
+#endif
+
+// to [d] = from [d] rotated (d even; sign -1 rotates back). from and to may be the same row.
+HWY_INLINE void RotateRow(const float* from, float* to, const float* cos_pairs, const float* sin_pairs, int64_t d,
+                          float sign) {
+    int64_t j = 0;
+#if HWY_TARGET != HWY_SCALAR
+    const int64_t N = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<float>()));
+    j = d / N * N;
+    RotateWholeRegisters(from, to, cos_pairs, sin_pairs, j, sign);
 #endif
     for (; j + 2 <= d; j += 2) {  // the same two products and sum, one pair at a time
         const float u0 = from[j], u1 = from[j + 1];
