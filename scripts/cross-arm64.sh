@@ -18,6 +18,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=scripts/lib/debian-root.sh
 source scripts/lib/debian-root.sh
+# shellcheck source=scripts/lib/logged-stages.sh
+source scripts/lib/logged-stages.sh
 root="$debian_root_cache/bookworm-cross-arm64"
 if [[ ${1:-} == --remove ]]; then
   debian_root_remove "$root"
@@ -63,20 +65,7 @@ trap 'unregister_qemu; debian_root_unmount "$root"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-results=()
-status=0
-stage() {  # stage NAME COMMAND...: runs COMMAND, its output in $logs/NAME.log
-  local name=$1 started code
-  shift
-  started=$(date +%s)
-  echo "== $name (log: $logs/$name.log)"
-  "$@" >"$logs/$name.log" 2>&1
-  code=$?
-  tail -n 8 "$logs/$name.log" | sed 's/^/    /'
-  results+=("$(printf '%-22s %5d s  %s' "$name" $(($(date +%s) - started)) "$([[ $code -eq 0 ]] && echo ok || echo "FAILED (exit $code)")")")
-  [[ $code -eq 0 ]] || status=1
-  return $code
-}
+stage() { logged_stage "$logs" "$@"; }  # stage NAME COMMAND...: output in $logs/NAME.log
 in_root() { debian_root_run "$root" "$@"; }
 
 make_root() {
@@ -162,8 +151,8 @@ stage root make_root &&
   fi
 
 echo "cross-arm64 (aarch64 under qemu-user):"
-printf '  %s\n' "${results[@]}"
-if [[ $status -ne 0 ]]; then
+logged_stage_summary
+if [[ $stage_status -ne 0 ]]; then
   echo "cross-arm64: FAILED" >&2
 else
   if $full; then
@@ -172,4 +161,4 @@ else
     echo "cross-arm64: tinyformer builds for arm64, and its gradcheck and parity tests pass under qemu"
   fi
 fi
-exit $status
+exit $stage_status

@@ -30,6 +30,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=scripts/lib/debian-root.sh
 source scripts/lib/debian-root.sh
+# shellcheck source=scripts/lib/logged-stages.sh
+source scripts/lib/logged-stages.sh
 root="$debian_root_cache/bookworm-qemu-user"
 if [[ ${1:-} == --remove ]]; then
   debian_root_remove "$root"
@@ -60,20 +62,7 @@ trap 'debian_root_unmount "$root"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-results=()
-status=0
-stage() {  # stage NAME COMMAND...: runs COMMAND, its output in $checks/NAME.log
-  local name=$1 started code
-  shift
-  started=$(date +%s)
-  echo "== $name (log: $checks/$name.log)"
-  "$@" >"$checks/$name.log" 2>&1
-  code=$?
-  tail -n 6 "$checks/$name.log" | sed 's/^/    /'
-  results+=("$(printf '%-18s %5d s  %s' "$name" $(($(date +%s) - started)) "$([[ $code -eq 0 ]] && echo ok || echo "FAILED (exit $code)")")")
-  [[ $code -eq 0 ]] || status=1
-  return $code
-}
+stage() { logged_stage "$checks" "$@"; }  # stage NAME COMMAND...: output in $checks/NAME.log
 
 make_root() {
   if [[ ! -e "$root/.complete" ]]; then
@@ -198,8 +187,8 @@ else
 fi
 
 echo "x86-under-qemu (this machine's portable build, on emulated x86-64 CPUs):"
-printf '  %s\n' "${results[@]}"
-if [[ $status -ne 0 ]]; then
+logged_stage_summary
+if [[ $stage_status -ne 0 ]]; then
   echo "x86-under-qemu: FAILED" >&2
 elif $ci; then
   echo "x86-under-qemu: on an emulated Zen 3 (AVX2) and Westmere (SSE4.2) the dispatch picks their kernels," \
@@ -208,4 +197,4 @@ else
   echo "x86-under-qemu: on an emulated Zen 3 (AVX2) and Westmere (SSE4.2) the dispatch picks their kernels," \
     "the tests pass, and the stand-ins' bits are the real dispatch's"
 fi
-exit $status
+exit $stage_status
