@@ -57,7 +57,8 @@ esac
 checks="$PWD/build/x86-under-qemu/checks"
 mkdir -p "$checks" "$debian_root_cache"
 exec 9>"$root.lock"
-flock -n 9 || { echo "x86-under-qemu: another run holds $root.lock" >&2; exit 1; }
+# One run at a time uses the root; another (a second CI run on this machine) waits its turn.
+flock -n 9 || { echo "x86-under-qemu: waiting for another run, which holds $root.lock" >&2; flock 9; }
 trap 'debian_root_unmount "$root"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
