@@ -23,9 +23,10 @@
 #
 # Per CPU: version (--version names the CPU's level, oneDNN's ISA and the own kernels'
 # target), parity (the [parity] tests; gradcheck too on the Zen 3), bf16 (train.precision =
-# "bf16" is refused with exit 2, naming oneDNN's ISA), train (2 steps of the lesson model,
-# byte for byte the checkpoint the stand-in writes on this machine) and sample (greedy, the
-# same text as the stand-in's). Prints each stage's seconds; exits non-zero if any fails.
+# "bf16" is refused with exit 2, naming oneDNN's ISA), train (2 steps of the lesson model:
+# the checkpoint's tensors byte for byte those the stand-in writes on this machine; then a
+# greedy sample, the same text as the stand-in's). Prints each stage's seconds; exits
+# non-zero if any fails.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 # shellcheck source=scripts/lib/debian-root.sh
