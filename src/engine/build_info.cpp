@@ -3,6 +3,7 @@
 #include <dnnl.hpp>
 
 #include "backends/onednn_compat.hpp"
+#include "tinyformer/engine/cpu_budget.hpp"
 #include "tinyformer/engine/cpu_features.hpp"
 #include "tinyformer/engine/kernel_targets.hpp"
 #include "git_describe.hpp"  // generated at build time: TINYFORMER_GIT_DESCRIBE
@@ -58,6 +59,7 @@ std::string version_string() {
 
 std::string version_text() {
     const BuildInfo info = build_info();
+    const CpuBudget budget = cpu_budget();
     const std::string cpu_line =
         info.cpu_lacks.empty()
             ? "this CPU has " + info.cpu + "\n"
@@ -69,6 +71,7 @@ std::string version_text() {
            "oneDNN " + info.onednn + ", dispatching to " + info.onednn_isa + " on this CPU\n" +       //
            "own kernels (Highway) on " + info.kernels + ", of " + info.kernels_here +
            " on this CPU (TINYFORMER_ISA chooses)\n" +  //
+           "threads: " + std::to_string(budget.cpus) + " by default (" + budget.reason + ")\n" +  //
            "licence: " + info.license + " (SPDX identifier; the text: LICENSE)\n";
 }
 

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
-#include <thread>
 
+#include "tinyformer/engine/cpu_budget.hpp"
 #include "tinyformer/support/errors.hpp"
 #include "tinyformer/sweep/sweep.hpp"
 #include "tinyformer/sweep/sweep_report.hpp"
@@ -62,8 +62,9 @@ SweepPlan plan_sweep(const SweepRequest& request) {
     check_sweep(spec, plan.runs, request.force);
     claim_sweep_dir(plan.out, spec);
 
-    // Threads per training: as asked, else as --set fixes them, else the cores shared out.
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    // Threads per training: as asked, else as --set fixes them, else the CPUs this process may
+    // use (affinity mask, cgroup limit) shared out.
+    const int cores = cpu_budget().cpus;
     plan.jobs = request.jobs;
     plan.threads = request.threads >= 0 ? request.threads
                    : sets_threads(spec)  ? -1

@@ -7,6 +7,7 @@
 
 #include "tinyformer/engine/autograd.hpp"
 #include "tinyformer/engine/ops.hpp"
+#include "tinyformer/engine/threads.hpp"
 #include "tinyformer/model/sampler.hpp"
 #include "tinyformer/support/errors.hpp"
 #include "tinyformer/support/progress.hpp"
@@ -43,6 +44,7 @@ TextScore score_windows(const Transformer& model, const TokenIds& ids, const std
         done += static_cast<int64_t>(full_windows.size());
         full_windows.clear();
         progress.update(done);
+        share_cores();
     };
     for (int64_t start : starts) {
         const int64_t length = std::min(T, n - 1 - start);  // predicted characters in this window

@@ -11,6 +11,7 @@
 
 #include "tinyformer/engine/mixed_precision.hpp"
 #include "tinyformer/engine/tensor.hpp"
+#include "tinyformer/engine/threads.hpp"  // set_num_threads, for every caller that picks a backend
 
 namespace tinyformer {
 
@@ -143,11 +144,8 @@ std::unique_ptr<Backend> make_reference_backend();
 // to the reference backend unchanged (gradient checks stay exact). See src/backends/onednn.cpp.
 std::unique_ptr<Backend> make_onednn_backend();
 
-// Threads for the oneDNN backend (defined beside it): oneDNN and the backend's own loops
-// share one OpenMP pool, so this one call sets both. 0 means every core. num_threads()
-// reports the count. (Eigen, built with OpenMP too, uses the same count for the reference
-// backend's matrix products.)
-void set_num_threads(int n);
-int num_threads();
+// Threads for the oneDNN backend: set_num_threads and share_cores, in threads.hpp. oneDNN
+// and the backend's own loops share one OpenMP pool, so they set both. (Eigen, built with
+// OpenMP too, uses the same count for the reference backend's matrix products.)
 
 }  // namespace tinyformer

@@ -11,10 +11,13 @@
 // is made once per configuration and cached here. A dnnl::memory is a descriptor (dims and
 // strides) plus a pointer; ours point straight at the tensors' own buffers — no copies.
 //
-// Threads: oneDNN is built on OpenMP, and so are the loops below, so set_num_threads()
-// sets both. The loops split their work with static schedules and never add up partial
-// results from different threads, and oneDNN's kernels fix their split for a given thread
-// count, so the same inputs and thread count give bit-identical results.
+// Threads: oneDNN is built on OpenMP, and so are the loops below, so the OpenMP thread count
+// (threads.hpp's running threads) sets both. The loops split their work with static schedules
+// and never add up partial results from different threads, and oneDNN's products give the
+// same bits on any number of threads; the one sum split by the thread count, a weight's
+// gradient (product_split_over_rows), is split by num_threads(), whatever number of threads
+// runs it. So the same inputs and `--threads` give bit-identical results, however many
+// threads share_cores() lets run.
 #include <dnnl.hpp>
 #include <omp.h>
 
@@ -29,6 +32,7 @@
 
 #include "tinyformer/engine/backend.hpp"
 #include "tinyformer/engine/bf16.hpp"
+#include "tinyformer/engine/threads.hpp"
 #include "activation_kernels.hpp"
 #include "attention_blocks.hpp"
 #include "elementwise_kernels.hpp"
@@ -36,9 +40,6 @@
 #include "onednn_compat.hpp"
 
 namespace tinyformer {
-
-void set_num_threads(int n) { omp_set_num_threads(n > 0 ? n : omp_get_num_procs()); }
-int num_threads() { return omp_get_max_threads(); }
 
 namespace {
 
@@ -722,13 +723,14 @@ private:
     // follow the rows as the kernels before split them (each thread its own run of rows, static),
     // so a thread reads the rows it wrote itself: oneDNN's own two threads each read half of
     // their operand from the other core's cache, which cost up to 15 % (docs/performance.md).
-    // The bits depend on the thread count, as oneDNN's own split of a product does.
+    // The bits depend on the number of runs, num_threads() (--threads), and not on how many
+    // threads run them now (share_cores may run two runs on one thread).
     static constexpr int64_t kRowsPerPart = 128;  // fewer, and one sgemm over all rows is as fast
     void product_split_over_rows(const float* a, const float* b, float* c, const GemmSpec& s, int64_t parts) {
         const int64_t size = s.M * s.N;
         partial_products_.resize(parts * size);
         bool failed = false;
-#pragma omp parallel for schedule(static) num_threads(parts) reduction(|| : failed)
+#pragma omp parallel for schedule(static) reduction(|| : failed)
         for (int64_t part = 0; part < parts; ++part) {
             const int64_t first = s.K * part / parts, rows = s.K * (part + 1) / parts - first;
             failed = dnnl_sgemm('T', 'N', s.M, s.N, rows, 1.0f, a + first * s.M, s.M, b + first * s.N, s.N, 0.0f,
@@ -783,7 +785,7 @@ private:
                                   s.trans_b ? s.K : s.N, beta, c + i * s.stride_c, s.N) != dnnl_success;
             };
             bool failed = false;
-            const int64_t parts = omp_in_parallel() ? 1 : omp_get_max_threads();
+            const int64_t parts = omp_in_parallel() ? 1 : num_threads();
             if (s.batch == 1 && s.trans_a && !s.trans_b && !residual && alpha == 1.0f && parts > 1 &&
                 s.K >= kRowsPerPart * parts) {
                 product_split_over_rows(a, b, c, s, parts);  // a weight's gradient: each thread its own rows

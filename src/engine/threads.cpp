@@ -1,0 +1,63 @@
+#include "tinyformer/engine/threads.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "tinyformer/engine/cpu_budget.hpp"
+#include "tinyformer/engine/cpu_load.hpp"
+
+namespace tinyformer {
+
+namespace {
+
+// The main thread's: OpenMP's thread count is a per-thread setting (omp_set_num_threads sets
+// the calling thread's), and the steps run on one thread.
+int split_threads = 1;
+int running = 1;
+bool forced = false;
+CpuReading last_reading;
+
+void run_on(int threads) {
+    running = threads;
+    omp_set_num_threads(threads);
+}
+
+}  // namespace
+
+void set_num_threads(int n) {
+    split_threads = n > 0 ? n : cpu_budget().cpus;
+    forced = false;
+    run_on(split_threads);
+    last_reading = read_cpu_load();
+}
+
+int num_threads() { return split_threads; }
+int running_threads() { return running; }
+
+void force_running_threads(int n) {
+    forced = n > 0;
+    run_on(forced ? std::min(n, split_threads) : split_threads);
+    last_reading = read_cpu_load();
+}
+
+void share_cores() {
+    if (split_threads == 1 || forced) return;
+    const CpuReading now = read_cpu_load();
+    if (now.wall_s - last_reading.wall_s < kShareIntervalSeconds) return;
+    const double others = others_cpus(last_reading, now);
+    last_reading = now;
+    if (others < 0) return;  // no /proc/stat: keep what runs
+    // The CPUs left to this process. Step down as soon as others hold half a CPU of the ones
+    // we run on; step up only when a whole one is left with room to spare (0.7), so that a
+    // reading's noise (its ticks are 10 ms) does not flip the count at every reading.
+    const double free = static_cast<double>(now.cpus) - others;
+    int threads = running;
+    if (free < running - 0.5) threads = static_cast<int>(std::floor(free + 0.5));
+    else if (free >= running + 0.7) threads = static_cast<int>(std::floor(free + 0.3));
+    threads = std::clamp(threads, 1, split_threads);
+    if (threads != running) run_on(threads);
+}
+
+}  // namespace tinyformer
