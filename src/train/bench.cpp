@@ -15,6 +15,8 @@
 #include "tinyformer/engine/backend.hpp"
 #include "tinyformer/engine/buffer_pool.hpp"
 #include "tinyformer/engine/build_info.hpp"
+#include "tinyformer/engine/cpu_budget.hpp"
+#include "tinyformer/engine/cpu_load.hpp"
 #include "tinyformer/engine/kernel_targets.hpp"
 #include "tinyformer/engine/rng.hpp"
 #include "tinyformer/model/sampler.hpp"
@@ -60,6 +62,7 @@ void train_step(Transformer& model, AdamW& adam, const RandomBatch& batch, Profi
     start = Clock::now();
     adam.step(1e-3);
     if (profile) profile->add("optimizer: AdamW", seconds_since(start));
+    share_cores();  // as the trainer does between steps
 }
 
 std::vector<double> measure_training(const BenchOptions& options, BenchResult& result) {
@@ -72,15 +75,26 @@ std::vector<double> measure_training(const BenchOptions& options, BenchResult& r
     for (int i = 0; i < 8; ++i) batches.push_back(random_batch(B, T, options.model.vocab_size, rng));
 
     int64_t step = 0;
-    for (int64_t i = 0; i < options.warmup_steps; ++i) train_step(model, adam, batches[step++ % batches.size()]);
+    // The warm-up lasts long enough for share_cores to have read the machine's load twice, so
+    // that the timed steps run on the threads it chose (on a busy machine, fewer).
+    const auto warmup_start = Clock::now();
+    for (int64_t i = 0; i < options.warmup_steps || seconds_since(warmup_start) < 2.5 * kShareIntervalSeconds; ++i)
+        train_step(model, adam, batches[step++ % batches.size()]);
     const buffer_pool::Stats before = buffer_pool::stats();
+    const CpuReading load_before = read_cpu_load();
+    result.running_threads_min = result.running_threads_max = running_threads();
     std::vector<double> tokens_per_s;
     for (int64_t r = 0; r < options.repeats; ++r) {
         const auto start = Clock::now();
-        for (int64_t i = 0; i < options.steps_per_repeat; ++i)
+        for (int64_t i = 0; i < options.steps_per_repeat; ++i) {
             train_step(model, adam, batches[step++ % batches.size()]);
+            result.running_threads_min = std::min(result.running_threads_min, running_threads());
+            result.running_threads_max = std::max(result.running_threads_max, running_threads());
+        }
         tokens_per_s.push_back(static_cast<double>(options.steps_per_repeat * B * T) / seconds_since(start));
     }
+    result.others_cpus = others_cpus(load_before, read_cpu_load());
+    result.load_average = load_average_1min();
     const buffer_pool::Stats after = buffer_pool::stats();
     result.timed_buffer_allocations = after.system_allocations - before.system_allocations;
     result.tensor_peak_mb = static_cast<double>(after.peak_bytes_in_use) / (1 << 20);
@@ -191,6 +205,7 @@ double training_flops_per_token(const ModelConfig& m) {
     return 6.0 * (12.0 * L * D * D + D * V) + 12.0 * L * T * D;
 }
 
+bool BenchResult::busy_machine() const { return others_cpus >= kBusyOthersCpus; }
 double BenchResult::train_median() const { return median(train_tokens_per_s); }
 double BenchResult::sample_median() const { return median(sample_chars_per_s); }
 double BenchResult::gflops() const { return flops_per_token * train_median() / 1e9; }
@@ -210,6 +225,7 @@ BenchResult run_bench(const BenchOptions& options) {
     result.train_tokens_per_s = measure_training(options, result);
     measure_sampling(options, result);
     result.peak_rss_mb = peak_rss_mb();
+    result.budget = cpu_budget();
     return result;
 }
 
@@ -285,9 +301,34 @@ nlohmann::json bench_json(const RunConfig& config, const BenchOptions& options, 
         {"sample_threads", options.sample_threads}, {"flops_per_token", result.flops_per_token},
         {"gflops", result.gflops()}, {"gemm_peak_gflops", peak.gflops}, {"gemm", gemm},
         {"peak_fraction", result.gflops() / peak.gflops}, {"peak_rss_mb", result.peak_rss_mb},
-        {"tensor_peak_mb", result.tensor_peak_mb}, {"timed_buffer_allocations", result.timed_buffer_allocations}};
+        {"tensor_peak_mb", result.tensor_peak_mb}, {"timed_buffer_allocations", result.timed_buffer_allocations},
+        {"cpus", result.budget.cpus}, {"cpus_reason", result.budget.reason},
+        {"running_threads_min", result.running_threads_min}, {"running_threads_max", result.running_threads_max},
+        {"others_cpus", result.others_cpus < 0 ? nlohmann::json(nullptr) : nlohmann::json(result.others_cpus)},
+        {"load_average_1min", result.load_average < 0 ? nlohmann::json(nullptr) : nlohmann::json(result.load_average)},
+        {"busy_machine", result.busy_machine()}};
     if (options.profile) out["profile"] = profile_json(result);
     return out;
+}
+
+// The CPUs found, and the load the timed steps ran beside, with a warning when it was high.
+void print_machine_load(const BenchResult& result) {
+    std::printf("  cpus     %d (%s)\n", result.budget.cpus, result.budget.reason.c_str());
+    const std::string running = result.running_threads_min == result.running_threads_max
+                                    ? std::to_string(result.running_threads_min)
+                                    : std::to_string(result.running_threads_min) + "-" +
+                                          std::to_string(result.running_threads_max);
+    if (result.others_cpus < 0) {
+        std::printf("  load     not readable here (/proc/stat); the steps ran on %s of %d threads\n", running.c_str(),
+                    num_threads());
+        return;
+    }
+    std::printf("  load     other processes kept %.2f CPUs busy during the timed steps; load average %.2f; the "
+                "steps ran on %s of %d threads\n",
+                result.others_cpus, result.load_average, running.c_str(), num_threads());
+    if (result.busy_machine())
+        std::printf("  warning: measured on a busy machine: these figures are this machine's load's, not "
+                    "tinyformer's; measure again on an idle one before publishing them\n");
 }
 
 // The report for a person: one line per figure, then with a profile where a step's time goes.
@@ -327,6 +368,7 @@ void print_bench_report(const RunConfig& config, const BenchOptions& options, co
     std::printf("  memory   %.0f MB peak resident; tensors %.1f MB at most; %llu buffers from the system in the "
                 "timed steps\n",
                 result.peak_rss_mb, result.tensor_peak_mb, (unsigned long long)result.timed_buffer_allocations);
+    print_machine_load(result);
     if (options.profile) print_profile(result);
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tinyformer/engine/cpu_budget.hpp"
 #include "tinyformer/engine/profiling.hpp"
 #include "tinyformer/model/model.hpp"
 #include "tinyformer/train/config.hpp"
@@ -44,11 +45,18 @@ struct BenchResult {
     Profile profile;                          // with BenchOptions::profile: per kernel, over profile_steps
     int64_t profile_steps = 0;
     double profile_seconds = 0;               // wall time of the profiled steps (timing adds a little)
+    // The machine the figures were measured on: the CPUs found, what other processes kept busy
+    // of them while the steps were timed (cpu_load.hpp; -1 when unreadable), the 1-minute
+    // load average after, and how many threads share_cores ran the steps on.
+    CpuBudget budget;
+    double others_cpus = -1, load_average = -1;
+    int running_threads_min = 0, running_threads_max = 0;
 
     double train_median() const;
     double sample_median() const;
     double gflops() const;                    // flops_per_token × median train tokens/s
     const GemmMeasurement& gemm_peak() const; // the fastest shape
+    bool busy_machine() const;                // others kept at least kBusyOthersCpus busy: warn
 };
 
 // Matrix-multiply FLOPs to train on one token (forward + backward = 3 × forward), counting a
@@ -58,6 +66,10 @@ struct BenchResult {
 //           + L·4·T·D             q·kᵀ and weights·v over all T positions (masked ones are computed too)
 //   training = 3 × forward = 6·(12·L·D² + D·V) + 12·L·T·D
 double training_flops_per_token(const ModelConfig& model);
+
+// Other processes keeping a fifth of a CPU busy while the steps were timed: the figures are a
+// busy machine's, and bench says so.
+inline constexpr double kBusyOthersCpus = 0.2;
 
 // Runs the benchmark with the current backend and thread count.
 BenchResult run_bench(const BenchOptions& options);
