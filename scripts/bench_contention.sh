@@ -45,7 +45,10 @@ field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 now() { date +%s.%N; }
 ratio() { python3 -c "print(f'{$1/$2:.4f}')"; }
 # bench_tps BIN ARGS...: the training tokens/s of one bench run
-bench_tps() { local bin=$1; shift; "$bin" bench --json --sample-chars 16 "$@" | field train_tokens_per_s; }
+# (50 steps per repetition: with bench's default 10, lesson B8's 70 timed steps last 0.1 s, and
+# a build with 5 warm-up steps, as before share_cores, timed its first steps at half speed in
+# about half the runs.)
+bench_tps() { local bin=$1; shift; "$bin" bench --json --sample-chars 16 --steps 50 "$@" | field train_tokens_per_s; }
 lesson_b32=(--config configs/lesson12.toml --set train.batch_size=32 --set model.context=64)
 lesson_b8=(--config configs/lesson12.toml --set train.batch_size=8 --set model.context=32)
 shakespeare_shape=(--config configs/shakespeare_char.toml --set "data.path=$shakespeare")
@@ -70,13 +73,14 @@ if wants alone; then
   for shape in lesson_b32 lesson_b8 shakespeare_shape; do
     [[ $shape == shakespeare_shape && -z $shakespeare ]] && { echo "  (no tinyshakespeare.txt: Shakespeare skipped)"; continue; }
     declare -n args=$shape
-    ratios=()
+    ratios=() ours_all=() theirs_all=()
     for ((r = 0; r < rounds; ++r)); do  # the order alternates, so that neither always goes first
       if ((r % 2)); then ours=$(bench_tps "$tf" "${args[@]}" --threads 2); theirs=$(bench_tps "$base_tf" "${args[@]}" --threads 2)
       else theirs=$(bench_tps "$base_tf" "${args[@]}" --threads 2); ours=$(bench_tps "$tf" "${args[@]}" --threads 2); fi
-      ratios+=("$(ratio "$ours" "$theirs")")
+      ratios+=("$(ratio "$ours" "$theirs")") ours_all+=("$ours") theirs_all+=("$theirs")
     done
-    row "alone, $shape, 2 threads, against $commit" "$(median "${ratios[@]}")×" "≥ 0.97×" "rounds: ${ratios[*]}"
+    row "alone, $shape, 2 threads, against $commit" "$(median "${ratios[@]}")×" "≥ 0.97×" \
+      "tokens/s: this build $(median "${ours_all[@]}"), $commit $(median "${theirs_all[@]}"); rounds: ${ratios[*]}"
     unset -n args
   done
 fi

@@ -58,6 +58,22 @@ TEST_CASE("threads: the numbers follow --threads, not how many threads run", "[t
     REQUIRE(std::memcmp(two_running.data(), one.data(), one.size() * sizeof(float)) != 0);
 }
 
+TEST_CASE("threads: share_cores' rule, with its hysteresis", "[threads]") {
+    // 2 CPUs, split 2: a busy process beside (1 CPU free) → 1; a browser's tenth → still 2.
+    REQUIRE(threads_to_run(1.0, 2, 2) == 1);
+    REQUIRE(threads_to_run(1.9, 2, 2) == 2);
+    REQUIRE(threads_to_run(1.6, 2, 2) == 2);  // others hold 0.4: not yet
+    REQUIRE(threads_to_run(1.4, 2, 2) == 1);
+    // Back up only with a whole CPU and 0.7 to spare: 1.6 free keeps 1, 1.8 gives 2.
+    REQUIRE(threads_to_run(1.6, 1, 2) == 1);
+    REQUIRE(threads_to_run(1.8, 1, 2) == 2);
+    // Never below 1, never above the split, and by as many as are free at once.
+    REQUIRE(threads_to_run(0.0, 2, 2) == 1);
+    REQUIRE(threads_to_run(7.9, 1, 4) == 4);
+    REQUIRE(threads_to_run(3.1, 8, 8) == 3);
+    REQUIRE(threads_to_run(5.0, 3, 8) == 5);
+}
+
 TEST_CASE("threads: set_num_threads(0) takes the CPUs this process may use", "[threads]") {
     set_num_threads(0);
     const CpuBudget budget = cpu_budget();

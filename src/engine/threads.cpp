@@ -42,6 +42,16 @@ void force_running_threads(int n) {
     last_reading = read_cpu_load();
 }
 
+int threads_to_run(double free_cpus, int running, int split) {
+    // Step down as soon as others hold half a CPU of the ones we run on; step up only when a
+    // whole one is left with room to spare (0.7), so that a reading's noise (/proc/stat counts
+    // in 10 ms ticks) does not flip the count at every reading.
+    int threads = running;
+    if (free_cpus < running - 0.5) threads = static_cast<int>(std::floor(free_cpus + 0.5));
+    else if (free_cpus >= running + 0.7) threads = static_cast<int>(std::floor(free_cpus + 0.3));
+    return std::clamp(threads, 1, split);
+}
+
 void share_cores() {
     if (split_threads == 1 || forced) return;
     const CpuReading now = read_cpu_load();
@@ -49,14 +59,7 @@ void share_cores() {
     const double others = others_cpus(last_reading, now);
     last_reading = now;
     if (others < 0) return;  // no /proc/stat: keep what runs
-    // The CPUs left to this process. Step down as soon as others hold half a CPU of the ones
-    // we run on; step up only when a whole one is left with room to spare (0.7), so that a
-    // reading's noise (its ticks are 10 ms) does not flip the count at every reading.
-    const double free = static_cast<double>(now.cpus) - others;
-    int threads = running;
-    if (free < running - 0.5) threads = static_cast<int>(std::floor(free + 0.5));
-    else if (free >= running + 0.7) threads = static_cast<int>(std::floor(free + 0.3));
-    threads = std::clamp(threads, 1, split_threads);
+    const int threads = threads_to_run(static_cast<double>(now.cpus) - others, running, split_threads);
     if (threads != running) run_on(threads);
 }
 

@@ -9,8 +9,11 @@
 # - with the affinity mask narrowed to one CPU (taskset), they find one.
 source "$(dirname "$0")/common.sh"
 small_bench=(bench --json --repeats 3 --steps 4 --sample-chars 8)
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
-mapfile -t cpus < <(python3 -c "import os; print('\n'.join(map(str, sorted(os.sched_getaffinity(0)))))")
+# json_field NAME <<< JSON: a top-level number, boolean or string of bench's one-line JSON
+json_field() { grep -oE "\"$1\":(\"[^\"]*\"|[^,}]*)" | head -1 | sed -E "s/^\"$1\"://; s/^\"//; s/\"$//"; }
+# The CPUs of this process's affinity mask, one per line ("Cpus_allowed_list: 0-1,4").
+mapfile -t cpus < <(awk '/^Cpus_allowed_list/ { print $2 }' /proc/self/status | tr ',' '\n' |
+                    awk -F- '{ last = NF > 1 ? $2 : $1; for (c = $1; c <= last; ++c) print c }')
 
 # ---- beside a busy process ----
 if [[ ${#cpus[@]} -ge 2 ]] && command -v taskset >/dev/null; then
@@ -25,9 +28,9 @@ if [[ ${#cpus[@]} -ge 2 ]] && command -v taskset >/dev/null; then
   [[ $threads == 2 ]] && pass "busy beside: --threads 2 is still the split" || fail "busy beside: threads $threads, expected 2: $out"
   [[ $running == 1 ]] && pass "busy beside: the steps ran on 1 of 2 threads" ||
     fail "busy beside: running_threads_min '$running', expected 1 (a thread gives its CPU back): $out"
-  python3 -c "import sys; sys.exit(0 if float('$others') >= 0.5 else 1)" 2>/dev/null &&
+  awk -v x="$others" 'BEGIN { exit !(x != "" && x + 0 >= 0.5) }' &&
     pass "busy beside: others kept $others CPUs busy" || fail "busy beside: others_cpus '$others', expected ≥ 0.5"
-  [[ $busy_flag == True ]] && pass "busy beside: bench calls the machine busy" || fail "busy beside: busy_machine '$busy_flag'"
+  [[ $busy_flag == true ]] && pass "busy beside: bench calls the machine busy" || fail "busy beside: busy_machine '$busy_flag'"
 else
   echo "skipped: beside a busy process: needs 2 CPUs in the affinity mask and taskset (have ${#cpus[@]})"
 fi

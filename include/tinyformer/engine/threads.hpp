@@ -30,6 +30,11 @@ int running_threads();
 void share_cores();
 inline constexpr double kShareIntervalSeconds = 0.1;
 
+// share_cores' rule: the threads to run next, given the CPUs of the mask that other processes
+// left free (a reading), the threads running now and the split. Fewer as soon as others hold
+// half a CPU of ours; more only when a whole one is free with 0.7 to spare; always 1..split.
+int threads_to_run(double free_cpus, int running, int split);
+
 // The running threads forced (tests; 0 hands the choice back to share_cores).
 void force_running_threads(int n);
 
