@@ -15,6 +15,7 @@ namespace {
 // The main thread's: OpenMP's thread count is a per-thread setting (omp_set_num_threads sets
 // the calling thread's), and the steps run on one thread.
 int split_threads = 1;
+int budget_cpus = 1;  // cpu_budget()'s, read by set_num_threads
 int running = 1;
 bool forced = false;
 CpuReading last_reading;
@@ -27,9 +28,12 @@ void run_on(int threads) {
 }  // namespace
 
 void set_num_threads(int n) {
-    split_threads = n > 0 ? n : cpu_budget().cpus;
+    budget_cpus = cpu_budget().cpus;
+    split_threads = n > 0 ? n : budget_cpus;
     forced = false;
-    run_on(split_threads);
+    // More threads than CPUs would wait for each other as on a busy machine: the parts are
+    // split as asked, and run on no more threads than there are CPUs.
+    run_on(std::min(split_threads, budget_cpus));
     last_reading = read_cpu_load();
 }
 
@@ -38,7 +42,7 @@ int running_threads() { return running; }
 
 void force_running_threads(int n) {
     forced = n > 0;
-    run_on(forced ? std::min(n, split_threads) : split_threads);
+    run_on(forced ? std::min(n, split_threads) : std::min(split_threads, budget_cpus));
     last_reading = read_cpu_load();
 }
 
@@ -59,7 +63,10 @@ void share_cores() {
     const double others = others_cpus(last_reading, now);
     last_reading = now;
     if (others < 0) return;  // no /proc/stat: keep what runs
-    const int threads = threads_to_run(static_cast<double>(now.cpus) - others, running, split_threads);
+    // The CPUs left: those of the mask that others do not hold, and never more than the budget
+    // (a cgroup's limit caps the time, not the CPUs the threads may run on).
+    const double free = std::min(static_cast<double>(now.cpus) - others, static_cast<double>(budget_cpus));
+    const int threads = threads_to_run(free, running, split_threads);
     if (threads != running) run_on(threads);
 }
 

@@ -6,7 +6,8 @@
 # - in a cgroup limited to one CPU (made here: cgroup v2's cpu.max, else v1's cpu controller),
 #   `--version` and `bench` find one CPU and say why; skipped, with the reason, where this
 #   machine lets no cgroup be made (not root, no cpu controller);
-# - with the affinity mask narrowed to one CPU (taskset), they find one.
+# - with the affinity mask narrowed to one CPU (taskset), they find one, and --threads 2
+#   splits the work in two but runs it on one thread.
 source "$(dirname "$0")/common.sh"
 small_bench=(bench --json --repeats 3 --steps 4 --sample-chars 8)
 # json_field NAME <<< JSON: a top-level number, boolean or string of bench's one-line JSON
@@ -41,6 +42,10 @@ if command -v taskset >/dev/null; then
   expect_in "$version" "threads: 1 by default (1 CPU in the affinity mask" "--version under taskset -c ${cpus[0]}"
   out=$(taskset -c "${cpus[0]}" "$tf" "${small_bench[@]}" --config "$src/configs/lesson12.toml")
   [[ $(json_field threads <<<"$out") == 1 ]] && pass "bench under taskset: 1 thread" || fail "bench under taskset: $out"
+  # --threads 2 on one CPU: split in 2, run on 1 (2 would wait for each other, as beside a busy process).
+  out=$(taskset -c "${cpus[0]}" "$tf" "${small_bench[@]}" --threads 2 --config "$src/configs/lesson12.toml")
+  [[ $(json_field threads <<<"$out") == 2 && $(json_field running_threads_max <<<"$out") == 1 ]] &&
+    pass "--threads 2 on 1 CPU: 2 parts on 1 thread" || fail "--threads 2 on 1 CPU: $out"
 fi
 
 # ---- a cgroup limited to one CPU ----

@@ -17,7 +17,8 @@
 
 namespace tinyformer {
 
-// The split: N parts (0: as many as cpu_budget() finds). Runs all N until share_cores says otherwise.
+// The split: N parts (0: as many as cpu_budget() finds). Runs them on N threads, or on as
+// many as cpu_budget() finds when N is more, until share_cores says otherwise.
 void set_num_threads(int n);
 // N.
 int num_threads();
