@@ -53,9 +53,13 @@ double busy_seconds(const std::string& proc_stat, const std::vector<int>& cpus, 
     return ticks / ticks_per_second;
 }
 
+double steady_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 CpuReading read_cpu_load() {
     CpuReading reading;
-    reading.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    reading.wall_s = steady_seconds();
     reading.own_s = seconds_of(CLOCK_PROCESS_CPUTIME_ID);
     std::ifstream in("/proc/stat");
     if (!in) return reading;

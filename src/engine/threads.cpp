@@ -58,8 +58,10 @@ int threads_to_run(double free_cpus, int running, int split) {
 
 void share_cores() {
     if (split_threads == 1 || forced) return;
+    // The clock first: a lesson step takes about a millisecond, and reading /proc/stat at every
+    // one would cost a few percent of it.
+    if (steady_seconds() - last_reading.wall_s < kShareIntervalSeconds) return;
     const CpuReading now = read_cpu_load();
-    if (now.wall_s - last_reading.wall_s < kShareIntervalSeconds) return;
     const double others = others_cpus(last_reading, now);
     last_reading = now;
     if (others < 0) return;  // no /proc/stat: keep what runs

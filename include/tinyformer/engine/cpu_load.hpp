@@ -18,8 +18,10 @@ struct CpuReading {
     int cpus = 0;       // CPUs the busy time covers; 0 when /proc/stat could not be read
 };
 
-// Now.
+// Now: /proc/stat read whole (tens of microseconds; more on a machine of many CPUs).
 CpuReading read_cpu_load();
+// The steady clock in seconds, as CpuReading::wall_s counts it (tens of nanoseconds).
+double steady_seconds();
 
 // The CPUs' busy time in seconds from /proc/stat's text, counting only the CPUs whose
 // numbers are in `cpus` (every one when it is empty); `counted` says how many there were.
