@@ -8,6 +8,7 @@
 #include "test_helpers.hpp"
 #include "tinyformer/engine/cpu_budget.hpp"
 #include "tinyformer/engine/cpu_load.hpp"
+#include "tinyformer/engine/mixed_precision.hpp"
 #include "tinyformer/engine/rng.hpp"
 #include "tinyformer/engine/threads.hpp"
 #include "tinyformer/support/errors.hpp"
@@ -20,9 +21,10 @@ namespace {
 
 // The gradient arena's bits after one forward and backward of the lesson's model on 8 windows
 // of 32 (256 rows: a weight's gradient is split into runs of rows, product_split_over_rows),
-// with `split` threads set and `running` of them running.
-std::vector<float> gradient_bits(int split, int running) {
+// with `split` threads set and `running` of them running, the products in `precision`.
+std::vector<float> gradient_bits(int split, int running, MatmulPrecision precision = MatmulPrecision::float32) {
     BackendScope onednn(make_onednn_backend());
+    MatmulPrecisionScope products(precision);
     set_num_threads(split);
     force_running_threads(running);
     ModelConfig config;
@@ -56,6 +58,22 @@ TEST_CASE("threads: the numbers follow --threads, not how many threads run", "[t
     // ... while --threads is part of the experiment: one run of rows sums in another order.
     const std::vector<float> one = gradient_bits(1, 1);
     REQUIRE(std::memcmp(two_running.data(), one.data(), one.size() * sizeof(float)) != 0);
+}
+
+TEST_CASE("threads: bf16 products too follow --threads, not how many threads run", "[threads]") {
+    {
+        BackendScope onednn(make_onednn_backend());
+        if (!backend().bf16_unsupported().empty()) {
+            WARN("not tried: " << backend().bf16_unsupported());
+            return;
+        }
+    }
+    const std::vector<float> two = gradient_bits(2, 2, MatmulPrecision::bf16),
+                             one = gradient_bits(2, 1, MatmulPrecision::bf16);
+    REQUIRE(std::memcmp(two.data(), one.data(), two.size() * sizeof(float)) == 0);
+    // and they are bf16's: not float32's bits
+    const std::vector<float> float32 = gradient_bits(2, 2);
+    REQUIRE(std::memcmp(two.data(), float32.data(), two.size() * sizeof(float)) != 0);
 }
 
 TEST_CASE("threads: share_cores' rule, with its hysteresis", "[threads]") {
