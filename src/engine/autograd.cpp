@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/threads.hpp"
 
 namespace tinyformer {
 
@@ -136,6 +137,7 @@ void Tensor::backward(const Tensor& seed) const {
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         Tensor& out = *it;
         if (out.grad().defined()) out.grad_fn()->backward(out.grad(), out);
+        share_cores();  // a long step meets another process's load within it (threads.hpp)
         // Every consumer of `out` ran before it, so nothing needs its node or its gradient
         // any more. Dropping them now (and our handle on `out`) frees each activation and
         // gradient as soon as the backward has passed it: the peak memory is about the

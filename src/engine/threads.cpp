@@ -3,7 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 #include "tinyformer/engine/cpu_budget.hpp"
 #include "tinyformer/engine/cpu_load.hpp"
@@ -12,8 +14,10 @@ namespace tinyformer {
 
 namespace {
 
-// The main thread's: OpenMP's thread count is a per-thread setting (omp_set_num_threads sets
-// the calling thread's), and the steps run on one thread.
+// The steps' thread's: OpenMP's thread count is a per-thread setting (omp_set_num_threads sets
+// the calling thread's), and a training's steps run on the thread that set the count, which
+// alone share_cores acts for (`serve`'s request threads run ops at the same time).
+std::atomic<std::thread::id> steps_thread;
 int split_threads = 1;
 int budget_cpus = 1;  // cpu_budget()'s, read by set_num_threads
 int running = 1;
@@ -28,6 +32,7 @@ void run_on(int threads) {
 }  // namespace
 
 void set_num_threads(int n) {
+    steps_thread = std::this_thread::get_id();
     budget_cpus = cpu_budget().cpus;
     split_threads = n > 0 ? n : budget_cpus;
     forced = false;
@@ -57,7 +62,7 @@ int threads_to_run(double free_cpus, int running, int split) {
 }
 
 void share_cores() {
-    if (split_threads == 1 || forced) return;
+    if (split_threads == 1 || forced || std::this_thread::get_id() != steps_thread.load()) return;
     // The clock first: a lesson step takes about a millisecond, and reading /proc/stat at every
     // one would cost a few percent of it.
     if (steady_seconds() - last_reading.wall_s < kShareIntervalSeconds) return;
