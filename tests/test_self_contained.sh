@@ -14,7 +14,7 @@
 # tree with one such reference. ctest runs it (build.self_contained).
 set -uo pipefail
 src=${1:?usage: test_self_contained.sh SOURCE_DIR}
-allowed=(scripts/bench_vs_torch.py scripts/bench_large_corpus.sh tests/test_self_contained.sh)
+allowed=(scripts/bench_vs_torch.py scripts/bench_large_corpus.sh scripts/bench_contention.sh tests/test_self_contained.sh)
 pattern='\.\./shared|shared/(reference|docs|data)'
 
 # files DIR: the files to check, NUL-separated, relative to DIR
