@@ -27,7 +27,7 @@ struct EngineOptions {
 };
 void add_engine_options(CLI::App* cmd, EngineOptions& options);
 // Selects the backend and the thread count (the command line's, else `config_threads`;
-// 0 = all cores).
+// 0 = the CPUs this process may use, engine/cpu_budget.hpp).
 void apply_engine_options(const EngineOptions& options, int config_threads = 0);
 
 Runner add_gradcheck(CLI::App& app);

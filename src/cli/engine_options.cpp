@@ -9,9 +9,9 @@ namespace tinyformer::cli {
 
 void add_engine_options(CLI::App* cmd, EngineOptions& options) {
     cmd->add_option("--backend", options.backend, "numeric kernels: onednn (default, fast) or reference (Eigen, for checking)");
-    cmd->add_option("--threads", options.threads, "threads for kernels (default: the config's train.threads, else all cores)")
+    cmd->add_option("--threads", options.threads, "threads the work is split for (default: the config's train.threads, else the CPUs this process may use; fewer run while other processes hold CPUs)")
         ->check([](const std::string& value) {  // a negative count is an error, not "unset"
-            return value.rfind('-', 0) == 0 ? "expected 0 (all cores) or more, got " + value : std::string();
+            return value.rfind('-', 0) == 0 ? "expected 0 (the CPUs this process may use) or more, got " + value : std::string();
         });
 }
 
@@ -20,7 +20,7 @@ void apply_engine_options(const EngineOptions& options, int config_threads) {
     else if (options.backend == "reference") set_backend(make_reference_backend());
     else throw InputError("--backend: \"" + options.backend + "\", expected onednn or reference");
     const int threads = options.threads >= 0 ? options.threads : config_threads;
-    if (threads < 0) throw InputError("--threads: " + std::to_string(threads) + ", expected 0 (all cores) or more");
+    if (threads < 0) throw InputError("--threads: " + std::to_string(threads) + ", expected 0 (the CPUs this process may use) or more");
     set_num_threads(threads);
 }
 

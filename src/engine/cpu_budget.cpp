@@ -133,11 +133,19 @@ std::optional<CgroupLimit> own_cgroup_cpu_limit() {
     return std::nullopt;
 }
 
-CpuBudget cpu_budget() {
-    CpuBudget budget;
+std::vector<int> affinity_cpus() {
+    std::vector<int> cpus;
     cpu_set_t mask;
     CPU_ZERO(&mask);
-    budget.affinity = sched_getaffinity(0, sizeof mask, &mask) == 0 ? std::max(1, CPU_COUNT(&mask)) : 1;
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0) return cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &mask)) cpus.push_back(cpu);
+    return cpus;
+}
+
+CpuBudget cpu_budget() {
+    CpuBudget budget;
+    budget.affinity = std::max(1, static_cast<int>(affinity_cpus().size()));
     budget.cpus = budget.affinity;
     budget.reason = plural(budget.affinity, "CPU", "CPUs") + " in the affinity mask";
     try {

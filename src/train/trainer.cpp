@@ -385,7 +385,6 @@ void TrainingRun::train_loop(MatmulPrecision precision, const Clock::time_point&
         step_precision.reset();
         const double grad_norm = clip_grad_norm(model.parameters(), config.optim.grad_clip);
         adam.step(lr);
-        share_cores();  // fewer threads while other processes hold CPUs (engine/threads.hpp)
         ++step;
         if (step == first_step + 1) seconds_to_first_step = seconds_since(started);
         interval_loss += loss_value;

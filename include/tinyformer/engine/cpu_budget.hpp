@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tinyformer {
 
@@ -20,6 +21,9 @@ struct CpuBudget {
 
 // Read now (the mask and the cgroup files), not cached: a process can be moved.
 CpuBudget cpu_budget();
+
+// The numbers of the CPUs in this process's affinity mask, ascending (empty if unreadable).
+std::vector<int> affinity_cpus();
 
 // The pieces, apart so that tests can give them files of their own.
 

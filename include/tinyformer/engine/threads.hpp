@@ -25,11 +25,11 @@ int num_threads();
 // The threads running the parts now, 1..N.
 int running_threads();
 
-// Called between steps (the trainer's, bench's) and between the backward's nodes, on the
-// thread that called set_num_threads (on any other it does nothing): at most every
-// kShareIntervalSeconds, reads what other processes took of this process's CPUs since the
-// last reading (cpu_load.hpp) and sets the running threads to the CPUs left, rounded,
-// between 1 and N. A call between readings costs a clock read.
+// Called between the backward's nodes (so at every training step, the trainer's and
+// bench's) and between evaluation passes, on the thread that called set_num_threads (on any
+// other it does nothing): at most every kShareIntervalSeconds, reads what other processes
+// took of this process's CPUs since the last reading (cpu_load.hpp) and sets the running
+// threads to the CPUs left, rounded, between 1 and N. A call between readings costs a clock read.
 void share_cores();
 inline constexpr double kShareIntervalSeconds = 0.1;
 

@@ -20,7 +20,7 @@ struct TrainConfig {
     int64_t eval_windows = 64;    // validation windows per periodic evaluation, evenly spaced (without eval_batches)
     int64_t checkpoint_every = 0; // save model + train state every N steps; 0 = at evaluations and the end
     int64_t seed = 1337;          // initialisation and batch sampling
-    int64_t threads = 0;          // 0 = all cores
+    int64_t threads = 0;          // the split (engine/threads.hpp); 0 = the CPUs this process may use
     std::string rng = "tinyformer"; // whose random stream: "tinyformer" (rng.hpp) or "torch" (torch_rng.hpp)
     int64_t eval_batches = 0;     // > 0: each evaluation scores this many batches of random validation windows
     std::string final_eval = "full"; // the end's val_loss: "full" validation text, or "sampled" as the evaluations
