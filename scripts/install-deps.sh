@@ -10,9 +10,11 @@ set -euo pipefail
 
 # The same names on both releases: Catch2 is v2 on Debian 12 and v3 on 13, oneDNN 2.6 and
 # 3.7, Highway 1.0 and 1.2; the build takes either (tests/catch.hpp,
-# src/engine/backends/onednn_compat.hpp, src/engine/kernel_targets.cpp).
+# src/engine/backends/onednn_compat.hpp, src/engine/kernel_targets.cpp). Open MPI (4.1 and
+# 5.0) for `mpirun -np N tinyformer train` (docs/distributed.md).
 packages=(cmake make g++ libdnnl-dev libhwy-dev libeigen3-dev libspdlog-dev libcli11-dev catch2
-          libtomlplusplus-dev nlohmann-json3-dev libcpp-httplib-dev pkgconf libxml2-utils curl help2man)
+          libtomlplusplus-dev nlohmann-json3-dev libcpp-httplib-dev pkgconf libxml2-utils curl help2man
+          libopenmpi-dev openmpi-bin iproute2)
 fuzz=false
 for option in "$@"; do
   case "$option" in

@@ -144,7 +144,7 @@ TEST_CASE("train records roles at every evaluation with probes, none without, an
     const QuietLog quiet;
     testing::TempDir with_probes("tinyformer_test_training_roles"), without_probes("tinyformer_test_training_roles");
     RunConfig config = tiny_config();  // 40 steps, evaluations at 20 and 40, log rows every 10
-    const nlohmann::json summary = train({config, with_probes.path.string()});
+    const nlohmann::json summary = train({config, with_probes.path.string(), false, false, training_roles_of_probes});
     const std::vector<nlohmann::json> rows = read_metrics_rows((with_probes.path / "metrics.jsonl").string());
     REQUIRE(rows.size() == 4);
     for (const nlohmann::json& row : rows) {
@@ -167,7 +167,7 @@ TEST_CASE("train records roles at every evaluation with probes, none without, an
     }
 
     config.data.probes_path.clear();
-    const nlohmann::json plain = train({config, without_probes.path.string()});
+    const nlohmann::json plain = train({config, without_probes.path.string(), false, false, training_roles_of_probes});
     const std::vector<nlohmann::json> plain_rows = read_metrics_rows((without_probes.path / "metrics.jsonl").string());
     REQUIRE(plain_rows.size() == rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -184,9 +184,9 @@ TEST_CASE("a resumed run keeps the roles rows before its step and records its ow
     testing::TempDir run("tinyformer_test_training_roles");
     RunConfig config = tiny_config();
     config.train.steps = 20;  // evaluates at 20 and stops
-    train({config, run.path.string()});
+    train({config, run.path.string(), false, false, training_roles_of_probes});
     config.train.steps = 40;  // evaluates at 40
-    train({config, run.path.string(), /*resume=*/true});
+    train({config, run.path.string(), /*resume=*/true, false, training_roles_of_probes});
     std::vector<int64_t> steps_with_roles;
     for (const nlohmann::json& row : read_metrics_rows((run.path / "metrics.jsonl").string()))
         if (row.contains("roles")) steps_with_roles.push_back(row["step"].get<int64_t>());

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "tinyformer/distributed/process_group.hpp"
 #include "tinyformer/support/errors.hpp"
 #include "tinyformer/train/bench.hpp"
 #include "tinyformer/train/config.hpp"
@@ -54,12 +55,19 @@ Runner add_bench(CLI::App& app) {
         "Training steps are the trainer's own (forward, backward, clipping, AdamW) on random ids, after\n"
         "warm-up steps. FLOPs per token count the matrix products of forward + backward:\n"
         "6·(12·L·D² + D·V) + 12·L·T·D (PaLM appendix B; nanoGPT's estimate_mfu). The GEMM peak is\n"
-        "the model's own matmul shapes through the same backend, measured in the same run.");
+        "the model's own matmul shapes through the same backend, measured in the same run.\n"
+        "Under mpirun (mpirun -np N tinyformer bench), the N processes take data-parallel steps, each its\n"
+        "share of the batch; tokens/s count them all, and the gradient exchange's share of a step is shown.");
     return [cmd, args, engine]() -> int {
         if (!cmd->parsed()) return -1;
-        if (args->config.empty()) args->config = default_bench_config();
-        args->request.config = load_config(args->config, args->overrides, /*check_files=*/false);
-        apply_engine_options(*engine, static_cast<int>(args->request.config.train.threads));
+        // Under mpirun, the processes time data-parallel steps together; rank 0 reports.
+        const Launch launch = launch_from_environment();
+        init_process_group();
+        run_on_every_rank([&] {
+            if (args->config.empty()) args->config = default_bench_config();
+            args->request.config = load_config(args->config, args->overrides, /*check_files=*/false);
+            apply_engine_options(*engine, static_cast<int>(args->request.config.train.threads), launch.local_size);
+        });
         print_bench(args->request);
         return kExitOk;
     };

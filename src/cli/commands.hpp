@@ -28,7 +28,9 @@ struct EngineOptions {
 void add_engine_options(CLI::App* cmd, EngineOptions& options);
 // Selects the backend and the thread count (the command line's, else `config_threads`;
 // 0 = the CPUs this process may use, engine/cpu_budget.hpp).
-void apply_engine_options(const EngineOptions& options, int config_threads = 0);
+// With `processes_here` > 1 (processes of one run on this machine, under mpirun) and no
+// thread count given, each takes its share of the CPUs, unless the launcher bound it to its own.
+void apply_engine_options(const EngineOptions& options, int config_threads = 0, int processes_here = 1);
 
 Runner add_gradcheck(CLI::App& app);
 Runner add_train(CLI::App& app);

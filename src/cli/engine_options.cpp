@@ -1,8 +1,12 @@
 // --backend and --threads, shared by train, eval, sample and bench.
+#include <unistd.h>
+
+#include <algorithm>
 #include <stdexcept>
 
 #include "commands.hpp"
 #include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/cpu_budget.hpp"
 #include "tinyformer/support/errors.hpp"
 
 namespace tinyformer::cli {
@@ -15,12 +19,19 @@ void add_engine_options(CLI::App* cmd, EngineOptions& options) {
         });
 }
 
-void apply_engine_options(const EngineOptions& options, int config_threads) {
+void apply_engine_options(const EngineOptions& options, int config_threads, int processes_here) {
     if (options.backend == "onednn") set_backend(make_onednn_backend());
     else if (options.backend == "reference") set_backend(make_reference_backend());
     else throw InputError("--backend: \"" + options.backend + "\", expected onednn or reference");
-    const int threads = options.threads >= 0 ? options.threads : config_threads;
+    int threads = options.threads >= 0 ? options.threads : config_threads;
     if (threads < 0) throw InputError("--threads: " + std::to_string(threads) + ", expected 0 (the CPUs this process may use) or more");
+    // Several processes of one run on this machine (mpirun -np N) share its CPUs. A launcher
+    // that bound each to CPUs of its own left a narrower affinity mask, which the budget
+    // already counts; one that did not leaves each the whole machine, of which it takes its share.
+    if (threads == 0 && processes_here > 1) {
+        const CpuBudget budget = cpu_budget();
+        if (budget.affinity >= sysconf(_SC_NPROCESSORS_ONLN)) threads = std::max(1, budget.cpus / processes_here);
+    }
     set_num_threads(threads);
 }
 

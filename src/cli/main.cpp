@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "commands.hpp"
+#include "tinyformer/distributed/process_group.hpp"
 #include "tinyformer/engine/build_info.hpp"
 #include "tinyformer/engine/kernel_targets.hpp"
 #include "tinyformer/support/errors.hpp"
@@ -26,9 +27,8 @@ int main(int argc, char** argv) {
     app.set_version_flag(
         "--version",
         [] {
-            std::string text = tinyformer::version_text();
-            text.pop_back();  // CLI11 ends the line itself
-            return text;
+            std::string text = tinyformer::version_text() + "MPI: " + tinyformer::mpi_library();
+            return text;  // CLI11 ends the line itself
         },
         "Print the version, the instruction sets oneDNN and the own kernels use, and the compiler.");
     app.footer("Exit codes: 0 success, 1 runtime failure, 2 usage/config/input error, 130 interrupted.\n"
@@ -50,20 +50,33 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "tinyformer: error: %s\n", usage_error_message(app, e, args).c_str());
         return kExitUsage;
     }
+    // With several processes (mpirun), a failure all of them share (GroupFailure, a Ctrl-C) is
+    // printed by rank 0 alone and ends each one in turn; one that struck this process alone
+    // is printed with its rank and stops the others too (abort_process_group).
+    using tinyformer::rank, tinyformer::world_size;
+    auto finish = [](int code) {
+        tinyformer::finish_process_group();
+        return code;
+    };
+    auto report = [&](const char* what, const std::string& message) {
+        if (world_size() > 1 && rank() > 0) std::fprintf(stderr, "tinyformer: rank %d: %s%s\n", rank(), what, message.c_str());
+        else std::fprintf(stderr, "tinyformer: %s%s\n", what, message.c_str());
+    };
     try {
         for (const Runner& run : runners) {
             int code = run();
-            if (code >= 0) return code;
+            if (code >= 0) return finish(code);
         }
-    } catch (const tinyformer::InputError& e) {
-        std::fprintf(stderr, "tinyformer: error: %s\n", e.what());
-        return kExitUsage;
-    } catch (const tinyformer::Interrupted& e) {
-        std::fprintf(stderr, "tinyformer: %s\n", e.what());
-        return kExitInterrupted;
+    } catch (const tinyformer::GroupFailure& e) {
+        if (rank() == 0) std::fprintf(stderr, "tinyformer: error: %s\n", e.what());
+        return finish(e.exit_code);
+    } catch (const tinyformer::Interrupted& e) {  // every process stopped at the same step
+        if (rank() == 0) std::fprintf(stderr, "tinyformer: %s\n", e.what());
+        return finish(kExitInterrupted);
     } catch (const std::exception& e) {
-        std::fprintf(stderr, "tinyformer: error: %s\n", e.what());
-        return kExitFailure;
+        report("error: ", e.what());
+        if (world_size() > 1) tinyformer::abort_process_group(tinyformer::exit_code_of(e));
+        return finish(tinyformer::exit_code_of(e));
     }
     return kExitUsage;
 }

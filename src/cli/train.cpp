@@ -2,7 +2,11 @@
 #include <filesystem>
 #include <memory>
 
+#include <spdlog/spdlog.h>
+
 #include "commands.hpp"
+#include "tinyformer/distributed/process_group.hpp"
+#include "tinyformer/inspect/training_roles.hpp"
 #include "tinyformer/support/errors.hpp"
 #include "tinyformer/support/interrupts.hpp"
 #include "tinyformer/train/config.hpp"
@@ -32,14 +36,23 @@ Runner add_train(CLI::App& app) {
                 "Config keys (section.key, default, meaning):\n" + config_reference());
     return [cmd, args]() -> int {
         if (!cmd->parsed()) return -1;
-        watch_interrupts();  // before any thread starts: Ctrl-C is taken between steps, never by a handler
+        // Before any thread starts (MPI's too): Ctrl-C is taken between steps, never by a
+        // handler. Under a launcher, SIGTERM as well: mpirun turns a Ctrl-C into SIGTERM to
+        // every process.
+        const Launch launch = launch_from_environment();
+        watch_interrupts(launch.size > 1);
+        init_process_group();  // MPI, when launched as one of several processes
+        if (!is_writer()) spdlog::set_level(spdlog::level::err);  // the log is rank 0's
         if (args->config.empty() && args->resume.empty())
             throw InputError("train: --config FILE is required (or --resume DIR)");
         std::string config_path = args->config;
         if (config_path.empty()) config_path = (fs::path(args->resume) / "config.toml").string();
         TrainOptions options;
-        options.config = load_config(config_path, args->overrides);
-        apply_engine_options(args->engine, static_cast<int>(options.config.train.threads));
+        run_on_every_rank([&] {  // a rank that cannot read its config stops them all
+            options.config = load_config(config_path, args->overrides);
+            apply_engine_options(args->engine, static_cast<int>(options.config.train.threads), launch.local_size);
+        });
+        options.roles = training_roles_of_probes;  // metrics.jsonl's "roles" at each evaluation
         options.resume = !args->resume.empty();
         options.overwrite = args->force;
         if (options.resume && !args->out.empty() && fs::path(args->out) != fs::path(args->resume))

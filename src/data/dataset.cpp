@@ -320,20 +320,28 @@ static void require_a_window(const TokenIds& ids, int64_t context, int64_t extra
                          std::to_string(context + 1) + " need at least " + std::to_string(context + 1 + extra));
 }
 
-Batch sample_batch(const TokenIds& ids, int64_t batch_size, int64_t context, Rng& rng) {
+std::vector<int64_t> sample_starts(const TokenIds& ids, int64_t batch_size, int64_t context, Rng& rng) {
     require_a_window(ids, context, 0);
     const int64_t n = ids.size();
     std::vector<int64_t> starts(static_cast<size_t>(batch_size));
     for (int64_t& start : starts) start = static_cast<int64_t>(rng.below(n - context));
-    return windows_at(ids, starts, context);
+    return starts;
 }
 
-Batch sample_batch(const TokenIds& ids, int64_t batch_size, int64_t context, TorchRng& rng) {
+std::vector<int64_t> sample_starts(const TokenIds& ids, int64_t batch_size, int64_t context, TorchRng& rng) {
     require_a_window(ids, context, 1);  // randint's bound n - T - 1 must be at least 1
     const int64_t n = ids.size();
     std::vector<int64_t> starts(static_cast<size_t>(batch_size));
     for (int64_t& start : starts) start = rng.randint(n - context - 1);
-    return windows_at(ids, starts, context);
+    return starts;
+}
+
+Batch sample_batch(const TokenIds& ids, int64_t batch_size, int64_t context, Rng& rng) {
+    return windows_at(ids, sample_starts(ids, batch_size, context, rng), context);
+}
+
+Batch sample_batch(const TokenIds& ids, int64_t batch_size, int64_t context, TorchRng& rng) {
+    return windows_at(ids, sample_starts(ids, batch_size, context, rng), context);
 }
 
 }  // namespace tinyformer

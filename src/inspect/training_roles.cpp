@@ -58,6 +58,13 @@ nlohmann::json training_roles(const Transformer& model, const Vocabulary& vocab,
     return roles;
 }
 
+nlohmann::json training_roles_of_probes(const Transformer& model, const Vocabulary& vocab,
+                                        const std::vector<Probe>& probes) {
+    const std::vector<Probe> subset = role_probes(probes);
+    if (subset.empty()) return nullptr;
+    return training_roles(model, vocab, subset);
+}
+
 std::vector<nlohmann::json> read_metrics_rows(const std::string& path) {
     std::vector<nlohmann::json> rows;
     std::ifstream in(path);

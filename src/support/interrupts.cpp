@@ -14,33 +14,38 @@ namespace {
 std::atomic<int> catchers{0};              // CatchInterrupts alive
 std::atomic<bool> interrupt_arrived{false};  // a Ctrl-C while one was
 
-// The watching thread: every SIGINT of the process ends up here, as it is blocked everywhere else.
-void wait_for_interrupts(sigset_t sigint, bool ignored_at_start) {
+// The watching thread: every SIGINT (and SIGTERM, when watched) of the process ends up here,
+// as they are blocked everywhere else.
+void wait_for_interrupts(sigset_t watched, bool sigint_ignored_at_start) {
     for (;;) {
         int signal = 0;
-        if (sigwait(&sigint, &signal) != 0) continue;
+        if (sigwait(&watched, &signal) != 0) continue;
         if (catchers.load() > 0) {
             interrupt_arrived.store(true);
-        } else if (!ignored_at_start) {  // nobody catching: the default action, which ends the process
-            pthread_sigmask(SIG_UNBLOCK, &sigint, nullptr);
-            pthread_kill(pthread_self(), SIGINT);
+        } else if (signal != SIGINT || !sigint_ignored_at_start) {  // nobody catching: the default action, which ends the process
+            sigset_t this_one;
+            sigemptyset(&this_one);
+            sigaddset(&this_one, signal);
+            pthread_sigmask(SIG_UNBLOCK, &this_one, nullptr);
+            pthread_kill(pthread_self(), signal);
         }
     }
 }
 
 }  // namespace
 
-void watch_interrupts() {
+void watch_interrupts(bool and_sigterm) {
     static std::once_flag once;
-    std::call_once(once, [] {
+    std::call_once(once, [and_sigterm] {
         // An ignored signal is discarded when sent, blocked or not, so it is set to its
         // default action (which, blocked, it never takes) for sigwait to see it.
         const bool ignored_at_start = std::signal(SIGINT, SIG_DFL) == SIG_IGN;
-        sigset_t sigint;
-        sigemptyset(&sigint);
-        sigaddset(&sigint, SIGINT);
-        pthread_sigmask(SIG_BLOCK, &sigint, nullptr);
-        std::thread(wait_for_interrupts, sigint, ignored_at_start).detach();
+        sigset_t watched;
+        sigemptyset(&watched);
+        sigaddset(&watched, SIGINT);
+        if (and_sigterm) sigaddset(&watched, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &watched, nullptr);
+        std::thread(wait_for_interrupts, watched, ignored_at_start).detach();
     });
 }
 

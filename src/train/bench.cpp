@@ -11,6 +11,7 @@
 
 #include "tinyformer/data/dataset.hpp"
 #include "tinyformer/data/prepared_data.hpp"
+#include "tinyformer/distributed/process_group.hpp"
 #include "tinyformer/engine/autograd.hpp"
 #include "tinyformer/engine/backend.hpp"
 #include "tinyformer/engine/buffer_pool.hpp"
@@ -24,6 +25,7 @@
 #include "tinyformer/support/plot.hpp"
 #include "tinyformer/support/progress.hpp"
 #include "tinyformer/train/optim.hpp"
+#include "tinyformer/train/step.hpp"
 
 namespace tinyformer {
 
@@ -33,11 +35,7 @@ using Clock = std::chrono::steady_clock;
 
 // Random token ids, as torch_reference.py bench uses: the speed of a step does not depend on
 // what the text says.
-struct RandomBatch {
-    Tensor inputs, targets;  // [B,T] i32
-};
-
-RandomBatch random_batch(int64_t B, int64_t T, int64_t V, Rng& rng) {
+Batch random_batch(int64_t B, int64_t T, int64_t V, Rng& rng) {
     std::vector<int32_t> window(B * (T + 1));
     for (int32_t& id : window) id = static_cast<int32_t>(rng.below(V));
     std::vector<int32_t> inputs(B * T), targets(B * T);
@@ -49,49 +47,49 @@ RandomBatch random_batch(int64_t B, int64_t T, int64_t V, Rng& rng) {
     return {Tensor::ids(inputs, {B, T}), Tensor::ids(targets, {B, T})};
 }
 
-// One training step exactly as the trainer takes it: forward, backward, clipping, AdamW.
-// With a profile, the two optimizer passes (loops of their own, not backend kernels) are
-// timed into it too.
-void train_step(Transformer& model, AdamW& adam, const RandomBatch& batch, Profile* profile = nullptr) {
-    model.parameters().zero_grad();
-    Tensor loss = model.loss(batch.inputs, batch.targets);
-    loss.backward();
-    auto start = Clock::now();
-    clip_grad_norm(model.parameters(), 1.0);
-    if (profile) profile->add("optimizer: clip_grad_norm", seconds_since(start));
-    start = Clock::now();
-    adam.step(1e-3);
-    if (profile) profile->add("optimizer: AdamW", seconds_since(start));
+// One training step exactly as the trainer takes it (train/step.hpp): forward, backward,
+// clipping, AdamW. With a profile, the step's own passes (loops of their own, not backend
+// kernels) are timed into it too.
+// Returns the seconds spent exchanging gradients (0 alone).
+double bench_step(Transformer& model, AdamW& adam, const Batch& batch, MatmulPrecision precision,
+                  Profile* profile = nullptr) {
+    return train_step(model, adam, batch, {.lr = 1e-3, .grad_clip = 1.0, .precision = precision, .profile = profile})
+        .exchange_seconds;
 }
 
 std::vector<double> measure_training(const BenchOptions& options, BenchResult& result) {
-    MatmulPrecisionScope precision(options.precision == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::float32);
+    const MatmulPrecision precision = options.precision == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::float32;
     const int64_t B = options.batch_size, T = options.model.context;
     Transformer model(options.model, options.seed);
     AdamW adam(model.parameters(), OptimConfig{});
-    Rng rng(options.seed);
-    std::vector<RandomBatch> batches;  // made before the clock starts, cycled through
-    for (int i = 0; i < 8; ++i) batches.push_back(random_batch(B, T, options.model.vocab_size, rng));
+    // Under mpirun each process takes its share of the batch, as the trainer does.
+    const int64_t share = static_cast<int64_t>(this_process_share(std::vector<int64_t>(static_cast<size_t>(B))).size());
+    Rng rng(options.seed + static_cast<uint64_t>(rank()));
+    std::vector<Batch> batches;  // made before the clock starts, cycled through
+    for (int i = 0; i < 8; ++i) batches.push_back(random_batch(share, T, options.model.vocab_size, rng));
 
     int64_t step = 0;
     // The warm-up lasts long enough for share_cores to have read the machine's load twice, so
     // that the timed steps run on the threads it chose (on a busy machine, fewer).
     const auto warmup_start = Clock::now();
     for (int64_t i = 0; i < options.warmup_steps || seconds_since(warmup_start) < 2.5 * kShareIntervalSeconds; ++i)
-        train_step(model, adam, batches[step++ % batches.size()]);
+        bench_step(model, adam, batches[step++ % batches.size()], precision);
     const buffer_pool::Stats before = buffer_pool::stats();
     const CpuReading load_before = read_cpu_load();
     result.running_threads_min = result.running_threads_max = running_threads();
     std::vector<double> tokens_per_s;
+    double exchange_seconds = 0;
+    const auto timed_start = Clock::now();
     for (int64_t r = 0; r < options.repeats; ++r) {
         const auto start = Clock::now();
         for (int64_t i = 0; i < options.steps_per_repeat; ++i) {
-            train_step(model, adam, batches[step++ % batches.size()]);
+            exchange_seconds += bench_step(model, adam, batches[step++ % batches.size()], precision);
             result.running_threads_min = std::min(result.running_threads_min, running_threads());
             result.running_threads_max = std::max(result.running_threads_max, running_threads());
         }
         tokens_per_s.push_back(static_cast<double>(options.steps_per_repeat * B * T) / seconds_since(start));
     }
+    result.exchange_share = exchange_seconds / seconds_since(timed_start);
     result.others_cpus = others_cpus(load_before, read_cpu_load());
     result.load_average = load_average_1min();
     const buffer_pool::Stats after = buffer_pool::stats();
@@ -101,7 +99,7 @@ std::vector<double> measure_training(const BenchOptions& options, BenchResult& r
         ProfileScope scope(result.profile);
         const auto start = Clock::now();
         for (int64_t i = 0; i < options.steps_per_repeat; ++i)
-            train_step(model, adam, batches[step++ % batches.size()], &result.profile);
+            bench_step(model, adam, batches[step++ % batches.size()], precision, &result.profile);
         result.profile_seconds = seconds_since(start);
         result.profile_steps = options.steps_per_repeat;
     }
@@ -222,7 +220,8 @@ BenchResult run_bench(const BenchOptions& options) {
     result.flops_per_token = training_flops_per_token(options.model);
     result.gemm = measure_gemm(options);
     result.train_tokens_per_s = measure_training(options, result);
-    measure_sampling(options, result);
+    result.processes = world_size();
+    if (world_size() == 1) measure_sampling(options, result);  // one stream: nothing to share
     result.peak_rss_mb = peak_rss_mb();
     result.budget = cpu_budget();
     return result;
@@ -305,7 +304,8 @@ nlohmann::json bench_json(const RunConfig& config, const BenchOptions& options, 
         {"running_threads_min", result.running_threads_min}, {"running_threads_max", result.running_threads_max},
         {"others_cpus", result.others_cpus < 0 ? nlohmann::json(nullptr) : nlohmann::json(result.others_cpus)},
         {"load_average_1min", result.load_average < 0 ? nlohmann::json(nullptr) : nlohmann::json(result.load_average)},
-        {"busy_machine", result.busy_machine()}};
+        {"busy_machine", result.busy_machine()},
+        {"processes", result.processes}, {"exchange_share", result.exchange_share}};
     if (options.profile) out["profile"] = profile_json(result);
     return out;
 }
@@ -330,10 +330,26 @@ void print_machine_load(const BenchResult& result) {
                     "tinyformer's; measure again on an idle one before publishing them\n");
 }
 
+// The model's FLOPs, the share of the GEMM peak, memory, the machine's load and the profile.
+void print_training_figures(const BenchOptions& options, const BenchResult& result) {
+    const GemmMeasurement& peak = result.gemm_peak();
+    std::printf("  model    %.3f MFLOP per training token\n", result.flops_per_token / 1e6);
+    // With several processes the peak is one process's, measured while the others measured theirs.
+    const double peak_of_all = peak.gflops * result.processes;
+    std::printf("  achieved %.1f GFLOP/s = %.0f %% of the GEMM peak, %.1f GFLOP/s%s (%lld×%lld×%lld, this run)\n",
+                result.gflops(), 100.0 * result.gflops() / peak_of_all, peak_of_all,
+                result.processes > 1 ? (" = " + std::to_string(result.processes) + " processes × their own").c_str() : "",
+                (long long)peak.M, (long long)peak.N, (long long)peak.K);
+    std::printf("  memory   %.0f MB peak resident; tensors %.1f MB at most; %llu buffers from the system in the "
+                "timed steps\n",
+                result.peak_rss_mb, result.tensor_peak_mb, (unsigned long long)result.timed_buffer_allocations);
+    print_machine_load(result);
+    if (options.profile) print_profile(result);
+}
+
 // The report for a person: one line per figure, then with a profile where a step's time goes.
 void print_bench_report(const RunConfig& config, const BenchOptions& options, const BenchResult& result) {
     const ModelConfig& m = options.model;
-    const GemmMeasurement& peak = result.gemm_peak();
     std::printf("tinyformer bench: %s (D=%lld H=%lld L=%lld T=%lld V=%lld), batch %lld, %s, %d threads\n",
                 config.name.c_str(), (long long)m.d_model, (long long)m.n_heads, (long long)m.n_layers,
                 (long long)m.context, (long long)m.vocab_size, (long long)options.batch_size,
@@ -346,6 +362,13 @@ void print_bench_report(const RunConfig& config, const BenchOptions& options, co
     std::printf("  train    %s tokens/s   median of %lld × %lld steps (range %s–%s)\n",
                 thousands(result.train_median()).c_str(), (long long)options.repeats,
                 (long long)options.steps_per_repeat, thousands(*train_min).c_str(), thousands(*train_max).c_str());
+    if (result.processes > 1)
+        std::printf("  processes %d (mpirun), %lld windows each; the gradient exchange took %.1f %% of a step\n",
+                    result.processes, (long long)(options.batch_size / result.processes), 100 * result.exchange_share);
+    if (result.sample_chars_per_s.empty()) {  // several processes: sampling is one process's work
+        print_training_figures(options, result);
+        return;
+    }
     // The sampling figures right-aligned on one another.
     const std::string within = thousands(result.sample_median()),
                       window = thousands(median(result.sample_window_chars_per_s)),
@@ -360,15 +383,7 @@ void print_bench_report(const RunConfig& config, const BenchOptions& options, co
     std::printf("           %*s chars/s   past the context, --cache window (recomputes the last %lld characters)\n",
                 width, window.c_str(), (long long)m.context);
     if (!rolling.empty()) std::printf("           %*s chars/s   past the context, --cache rolling\n", width, rolling.c_str());
-    std::printf("  model    %.3f MFLOP per training token\n", result.flops_per_token / 1e6);
-    std::printf("  achieved %.1f GFLOP/s = %.0f %% of the GEMM peak, %.1f GFLOP/s (%lld×%lld×%lld, this run)\n",
-                result.gflops(), 100.0 * result.gflops() / peak.gflops, peak.gflops, (long long)peak.M,
-                (long long)peak.N, (long long)peak.K);
-    std::printf("  memory   %.0f MB peak resident; tensors %.1f MB at most; %llu buffers from the system in the "
-                "timed steps\n",
-                result.peak_rss_mb, result.tensor_peak_mb, (unsigned long long)result.timed_buffer_allocations);
-    print_machine_load(result);
-    if (options.profile) print_profile(result);
+    print_training_figures(options, result);
 }
 
 }  // namespace
@@ -376,14 +391,19 @@ void print_bench_report(const RunConfig& config, const BenchOptions& options, co
 void print_bench(const BenchRequest& request) {
     const RunConfig& config = request.config;
     BenchOptions options = request.options;
-    options.model = config.model;
-    options.model.vocab_size = vocab_size_for(config, request.vocab);
-    options.batch_size = config.train.batch_size;
-    options.seed = static_cast<uint64_t>(config.train.seed);
-    options.precision = config.train.precision;
-    if (options.repeats < 1 || options.steps_per_repeat < 1 || options.sample_chars < 1 || options.sample_threads < 1)
-        throw InputError("bench: --repeats, --steps, --sample-chars and --sample-threads must be at least 1");
+    // Whatever can be wrong is found on every process before the first exchange.
+    run_on_every_rank([&] {
+        options.model = config.model;
+        options.model.vocab_size = vocab_size_for(config, request.vocab);
+        options.batch_size = config.train.batch_size;
+        options.seed = static_cast<uint64_t>(config.train.seed);
+        options.precision = config.train.precision;
+        if (options.repeats < 1 || options.steps_per_repeat < 1 || options.sample_chars < 1 || options.sample_threads < 1)
+            throw InputError("bench: --repeats, --steps, --sample-chars and --sample-threads must be at least 1");
+        this_process_share(std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(0, options.batch_size))));
+    });
     const BenchResult result = run_bench(options);
+    if (!is_writer()) return;  // under mpirun, rank 0 reports
     if (request.json) {
         std::printf("%s\n", bench_json(config, options, result).dump().c_str());
         return;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "tinyformer/distributed/process_group.hpp"
 #include "tinyformer/engine/autograd.hpp"
 #include "tinyformer/engine/ops.hpp"
 #include "tinyformer/engine/threads.hpp"
@@ -28,36 +29,48 @@ static double window_loss_sum(const Transformer& model, const TokenIds& ids, con
 // linear_cross_entropy), so a large vocabulary needs no smaller passes.
 constexpr size_t kWindowsPerPass = 32;
 
+// With several processes (a data-parallel run), each scores every N-th pass and the passes'
+// sums are put together in their order on every process: the same numbers as one process
+// scoring them all (a pass's sum is the same wherever it is computed; a sum with zeros is exact).
 TextScore score_windows(const Transformer& model, const TokenIds& ids, const std::vector<int64_t>& starts,
                         bool progress_bar, int64_t batch_size) {
     NoGradScope no_grad;
     const int64_t T = model.config().context, n = ids.size();
     const size_t per_pass = batch_size > 0 ? static_cast<size_t>(batch_size) : kWindowsPerPass;
-    ProgressBar progress("evaluating", static_cast<int64_t>(starts.size()), ProgressBar::Unit::windows, progress_bar);
-    double total = 0;
-    int64_t predicted = 0, done = 0;
-    std::vector<int64_t> full_windows;
-    auto flush = [&] {
-        if (full_windows.empty()) return;
-        total += window_loss_sum(model, ids, full_windows, T);
-        predicted += static_cast<int64_t>(full_windows.size()) * T;
-        done += static_cast<int64_t>(full_windows.size());
-        full_windows.clear();
-        progress.update(done);
-        share_cores();
+    // The passes in the order their sums are added: full windows in groups of per_pass, as
+    // they come; a shorter window (the text's last) alone, when it comes, so before the group
+    // still filling up then.
+    struct Pass {
+        std::vector<int64_t> starts;
+        int64_t length;  // predicted characters per window
     };
+    std::vector<Pass> passes;
+    bool open_group = false;  // the last pass is a group of full windows still filling up
     for (int64_t start : starts) {
         const int64_t length = std::min(T, n - 1 - start);  // predicted characters in this window
-        if (length == T) {
-            full_windows.push_back(start);
-            if (full_windows.size() == per_pass) flush();
-        } else {  // the last, shorter window
-            total += window_loss_sum(model, ids, {start}, length);
-            predicted += length;
-            ++done;
+        if (length != T) {
+            passes.insert(open_group ? passes.end() - 1 : passes.end(), Pass{{start}, length});
+            continue;
         }
+        if (!open_group) passes.push_back({{}, T});
+        passes.back().starts.push_back(start);
+        open_group = passes.back().starts.size() < per_pass;
     }
-    flush();
+    ProgressBar progress("evaluating", static_cast<int64_t>(starts.size()), ProgressBar::Unit::windows, progress_bar);
+    std::vector<double> pass_sums(passes.size(), 0.0);
+    int64_t predicted = 0, done = 0;
+    for (size_t p = 0; p < passes.size(); ++p) {
+        const int64_t windows = static_cast<int64_t>(passes[p].starts.size());
+        predicted += windows * passes[p].length;
+        done += windows;
+        if (static_cast<int>(p % world_size()) != rank()) continue;
+        pass_sums[p] = window_loss_sum(model, ids, passes[p].starts, passes[p].length);
+        progress.update(done);
+        share_cores();
+    }
+    all_reduce_sum(pass_sums.data(), static_cast<int64_t>(pass_sums.size()));
+    double total = 0;
+    for (double pass_sum : pass_sums) total += pass_sum;
 
     TextScore score;
     score.predicted = predicted;
@@ -90,16 +103,27 @@ std::vector<int64_t> random_windows(int64_t text_length, int64_t context, int64_
     return starts;
 }
 
+// With several processes, each answers every N-th probe; the answers are gathered, then
+// counted in the probes' order on every process.
 ProbeScore score_probes(const Transformer& model, const Vocabulary& vocab, const std::vector<Probe>& probes) {
-    ProbeScore score;
     SampleOptions greedy;
     greedy.temperature = 0;
     Rng unused(0);
     Decoder decoder(model);  // one for every probe
-    for (const Probe& probe : probes) {
-        greedy.max_new = static_cast<int64_t>(probe.answer.size());
-        ProbeResult result{probe, generate(decoder, vocab, probe.prompt, greedy, unused), false};
-        result.correct = result.answer_given == probe.answer;
+    nlohmann::json mine = nlohmann::json::array();  // [probe index, answer given] for this process's probes
+    for (size_t i = static_cast<size_t>(rank()); i < probes.size(); i += static_cast<size_t>(world_size())) {
+        greedy.max_new = static_cast<int64_t>(probes[i].answer.size());
+        mine.push_back({i, encode_utf8(generate(decoder, vocab, probes[i].prompt, greedy, unused))});
+    }
+    std::vector<std::u32string> answers(probes.size());
+    for (const std::string& theirs : all_gather(mine.dump()))
+        for (const auto& answer : nlohmann::json::parse(theirs))
+            answers[answer[0].get<size_t>()] = decode_utf8(answer[1].get<std::string>(), "a probe's answer");
+
+    ProbeScore score;
+    for (size_t i = 0; i < probes.size(); ++i) {
+        const Probe& probe = probes[i];
+        ProbeResult result{probe, answers[i], answers[i] == probe.answer};
         auto& [kind_correct, kind_total] = score.by_kind[probe.kind];
         ++kind_total;
         ++score.total;

@@ -12,10 +12,10 @@
 #include <sstream>
 
 #include "tinyformer/data/dataset.hpp"
+#include "tinyformer/distributed/process_group.hpp"
 #include "tinyformer/engine/autograd.hpp"
 #include "tinyformer/engine/backend.hpp"
 #include "tinyformer/engine/build_info.hpp"
-#include "tinyformer/inspect/training_roles.hpp"
 #include "tinyformer/support/errors.hpp"
 #include "tinyformer/support/interrupts.hpp"
 #include "tinyformer/support/plot.hpp"
@@ -24,6 +24,7 @@
 #include "tinyformer/train/evaluate.hpp"
 #include "tinyformer/train/optim.hpp"
 #include "tinyformer/train/run_lock.hpp"
+#include "tinyformer/train/step.hpp"
 
 namespace fs = std::filesystem;
 
@@ -32,6 +33,16 @@ namespace {
 
 
 using Clock = std::chrono::steady_clock;
+
+// FNV-1a, 64 bits, of `size` bytes, as 16 hex digits: a fingerprint to compare, not a secret.
+std::string bytes_hash(const void* bytes, int64_t size) {
+    uint64_t hash = 0xcbf29ce484222325ULL;
+    const auto* p = static_cast<const unsigned char*>(bytes);
+    for (int64_t i = 0; i < size; ++i) hash = (hash ^ p[i]) * 0x100000001b3ULL;
+    char text[17];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+    return text;
+}
 
 std::string duration_str(double seconds) {
     char buffer[48];
@@ -54,8 +65,9 @@ struct BatchDraws {
           own(static_cast<uint64_t>(train.seed) ^ 0x5eedba7c4ULL),
           torch(static_cast<uint64_t>(train.seed)) {}
 
-    Batch next(const TokenIds& ids, int64_t batch_size, int64_t context) {
-        return use_torch ? sample_batch(ids, batch_size, context, torch) : sample_batch(ids, batch_size, context, own);
+    // The starts of the next batch's windows: all of them, the same on every process.
+    std::vector<int64_t> next(const TokenIds& ids, int64_t batch_size, int64_t context) {
+        return use_torch ? sample_starts(ids, batch_size, context, torch) : sample_starts(ids, batch_size, context, own);
     }
 
     bool use_torch;
@@ -269,6 +281,52 @@ void check_run_directory(const TrainOptions& options, const RunConfig& config, c
     }
 }
 
+// ---- the processes of a data-parallel run ----
+
+// The binary this process runs, as a hash of its bytes.
+std::string binary_hash() {
+    std::ifstream in("/proc/self/exe", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return bytes_hash(bytes.data(), static_cast<int64_t>(bytes.size()));
+}
+
+// "section.key" → value, for every key of a config's JSON.
+void flatten(const nlohmann::json& json, const std::string& prefix, std::map<std::string, std::string>& out) {
+    for (auto& [key, value] : json.items()) {
+        if (value.is_object()) flatten(value, prefix + key + ".", out);
+        else out[prefix + key] = value.dump();
+    }
+}
+
+// The same experiment on every process, checked once before the first step: the config as it
+// resolved there, the data it read and the binary. A difference stops them all (exit 2),
+// naming the first rank that differs from rank 0 and what differs.
+void check_processes_match(const RunConfig& config, const std::string& corpus) {
+    if (world_size() == 1) return;
+    const nlohmann::json mine = {{"config", config_to_json(config)}, {"data", corpus}, {"binary", binary_hash()}};
+    const std::vector<std::string> everyone = all_gather(mine.dump());
+    for (size_t r = 1; r < everyone.size(); ++r) {
+        if (everyone[r] == everyone[0]) continue;
+        const nlohmann::json first = nlohmann::json::parse(everyone[0]), theirs = nlohmann::json::parse(everyone[r]);
+        const std::string who = "rank " + std::to_string(r) + ": ";
+        if (theirs["binary"] != first["binary"])
+            throw GroupFailure(2, who + "runs another tinyformer binary than rank 0 (" + theirs["binary"].get<std::string>() +
+                                      " against " + first["binary"].get<std::string>() +
+                                      "): install the same build on every machine");
+        if (theirs["data"] != first["data"])
+            throw GroupFailure(2, who + "its data differs from rank 0's: " + theirs["data"].get<std::string>() +
+                                      " there, " + first["data"].get<std::string>() + " on rank 0");
+        std::map<std::string, std::string> a, b;
+        flatten(first["config"], "", a);
+        flatten(theirs["config"], "", b);
+        for (const auto& [key, value] : a)
+            if (b[key] != value)
+                throw GroupFailure(2, who + "its config differs from rank 0's: " + key + " = " + b[key] + " there, " +
+                                          value + " on rank 0");
+        throw GroupFailure(2, who + "its config differs from rank 0's");
+    }
+}
+
 // ---- the run itself ----
 
 // One run as it trains: the model, the optimizer and the batch draws (restored when it
@@ -285,12 +343,44 @@ struct TrainingRun {
           batch_draws(config.train),
           adam(model.parameters(), config.optim),
           metrics{(fs::path(dir) / "metrics.jsonl").string(), {}},
-          role_subset(role_probes(data.corpus.probes)) {
+          roles(options.roles) {
         if (batch_draws.use_torch) initialise_like_torch(model.parameters(), config.model, batch_draws.torch);
-        if (options.resume) {
+        if (options.resume && is_writer()) {  // the writer reads the run; share_from_writer hands it on
             step = saved_step = load_train_state(state_path, model, adam, batch_draws);
             metrics.load_until(step);
         }
+    }
+
+    // Every process starts from the writer's state: the weights, AdamW's moments and step count,
+    // the batch draws' generator and the step. The run directory need not be visible to the
+    // others (another machine); and a fresh run, whose seed gives the same weights
+    // everywhere, is then the same by construction.
+    void share_from_writer() {
+        if (world_size() == 1) return;
+        Parameters& params = model.parameters();
+        broadcast(params.values().data<float>(), params.count() * static_cast<int64_t>(sizeof(float)));
+        broadcast(adam.first_moment().data<float>(), params.count() * static_cast<int64_t>(sizeof(float)));
+        broadcast(adam.second_moment().data<float>(), params.count() * static_cast<int64_t>(sizeof(float)));
+        int64_t counters[3] = {step, saved_step, adam.steps_taken()};
+        broadcast(counters, sizeof counters);
+        step = counters[0], saved_step = counters[1];
+        adam.set_steps_taken(counters[2]);
+        broadcast(batch_draws.own.state, sizeof batch_draws.own.state);
+        if (batch_draws.use_torch) batch_draws.torch.set_state(all_gather(batch_draws.torch.state())[0]);
+    }
+
+    // The processes' weights must be the same to the bit after every step (each applies the
+    // same update to the same sum); a library or network that broke that would otherwise go
+    // unnoticed. Checked at each checkpoint: a hash of the arena, compared across processes.
+    void check_processes_agree() const {
+        if (world_size() == 1) return;
+        const Tensor values = model.parameters().values();
+        const std::vector<std::string> hashes = all_gather(bytes_hash(values.data<float>(), values.numel() * 4));
+        for (size_t r = 1; r < hashes.size(); ++r)
+            if (hashes[r] != hashes[0])
+                throw GroupFailure(1, "rank " + std::to_string(r) + ": its weights differ from rank 0's after step " +
+                                          std::to_string(step) + " (the exchange is not the same everywhere); " +
+                                          kept_checkpoint());
     }
 
     // "the checkpoint of step N in DIR is kept", for a message that stops the run.
@@ -306,6 +396,11 @@ struct TrainingRun {
     // checkpoint); a resume from that state computes the same model again. So wherever a
     // train_state.safetensors is, a model.safetensors of its step or a later one is beside it.
     void save_checkpoint() {
+        check_processes_agree();
+        if (!is_writer()) {
+            saved_step = step;
+            return;
+        }
         try {
             StagedFile state = stage_train_state(state_path, model, adam, batch_draws, config, data.description, step);
             StagedFile weights = stage_model(model_path, model, data.corpus.vocab, config, step);
@@ -347,7 +442,7 @@ struct TrainingRun {
     BatchDraws batch_draws;
     AdamW adam;
     MetricsLog metrics;
-    const std::vector<Probe> role_subset;  // how the roles form: measured at every evaluation
+    const decltype(TrainOptions::roles) roles;  // how the heads' roles form: measured at every evaluation
     int64_t step = 0;
     int64_t saved_step = -1;  // the step of the checkpoint on disk
 
@@ -370,41 +465,35 @@ void TrainingRun::train_loop(MatmulPrecision precision, const Clock::time_point&
     first_step = step;
     while (step < total) {
         const double lr = learning_rate(config.optim, step, total);
-        Batch batch = batch_draws.next(data.corpus.train, B, T);
-        model.parameters().zero_grad();
-        // The step's matrix products in train.precision (evaluations stay float32).
-        std::optional<MatmulPrecisionScope> step_precision(std::in_place, precision);
-        Tensor loss = model.loss(batch.inputs, batch.targets);
-        const double loss_value = loss.item();
-        if (!std::isfinite(loss_value)) {
-            throw std::runtime_error("training loss is " + std::to_string(loss_value) + " at step " +
-                                     std::to_string(step + 1) + "; stopped, " + kept_checkpoint() +
-                                     " (try a lower optim.lr)");
-        }
-        loss.backward();
-        step_precision.reset();
-        const double grad_norm = clip_grad_norm(model.parameters(), config.optim.grad_clip);
-        adam.step(lr);
+        // Every process draws the whole batch and builds its own share of it (alone: all of it).
+        const Batch share = windows_at(data.corpus.train, this_process_share(batch_draws.next(data.corpus.train, B, T)), T);
+        const StepOutcome outcome =
+            train_step(model, adam, share, {.lr = lr, .grad_clip = config.optim.grad_clip, .precision = precision});
+        if (!outcome.updated)  // the same loss on every process: they all stop here
+            throw GroupFailure(1, "training loss is " + std::to_string(outcome.loss) + " at step " +
+                                      std::to_string(step + 1) + "; stopped, " + kept_checkpoint() +
+                                      " (try a lower optim.lr)");
         ++step;
         if (step == first_step + 1) seconds_to_first_step = seconds_since(started);
-        interval_loss += loss_value;
+        interval_loss += outcome.loss;
         ++interval_steps;
 
         const bool evaluate_now = step == total || (config.train.eval_every > 0 && step % config.train.eval_every == 0);
         if (evaluate_now || step % config.logging.log_every == 0) {
-            log_step(lr, grad_norm, evaluate_now);
+            log_step(lr, outcome.grad_norm, evaluate_now);
         } else if (terminal) {
             const double elapsed = seconds_since(loop_start);
-            draw_progress(step, total, loss_value, (step - first_step) * B * T / elapsed,
+            draw_progress(step, total, outcome.loss, (step - first_step) * B * T / elapsed,
                           elapsed / static_cast<double>(step - first_step) * static_cast<double>(total - step));
         }
         const bool checkpoint_now =
             evaluate_now || (config.train.checkpoint_every > 0 && step % config.train.checkpoint_every == 0);
-        const bool interrupted = interrupts.requested();  // read once: a Ctrl-C landing in between saves too
+        // Read once: a Ctrl-C landing in between saves too. Any process's stops them all, here.
+        const bool interrupted = any_process(interrupts.requested());
         if (checkpoint_now || interrupted) save_checkpoint();
         if (interrupted) {
             if (terminal) clear_progress();
-            write_file_atomic((fs::path(dir) / "loss.svg").string(), metrics.loss_svg(config.name));
+            if (is_writer()) write_file_atomic((fs::path(dir) / "loss.svg").string(), metrics.loss_svg(config.name));
             throw Interrupted("interrupted at step " + std::to_string(step) + "/" + std::to_string(total) +
                               "; checkpoint saved in " + dir + "; continue with --resume " + dir);
         }
@@ -428,7 +517,9 @@ void TrainingRun::log_step(double lr, double grad_norm, bool evaluate_now) {
     if (evaluate_now) {
         TextScore val = step == total ? *(final_score = evaluate_final()) : evaluate_periodic();
         row["val_loss"] = val.loss;
-        if (!role_subset.empty()) row["roles"] = training_roles(model, data.corpus.vocab, role_subset);
+        if (roles && is_writer())
+            if (nlohmann::json now = roles(model, data.corpus.vocab, data.corpus.probes); !now.is_null())
+                row["roles"] = std::move(now);
         char buffer[32];
         std::snprintf(buffer, sizeof buffer, " | val %.4f", val.loss);
         val_text = buffer;
@@ -437,7 +528,7 @@ void TrainingRun::log_step(double lr, double grad_norm, bool evaluate_now) {
     spdlog::info("step {:>{}}/{} | loss {:.4f}{} | lr {:.2e} | {:.1f}k tok/s | {} elapsed | ETA {}", step,
                  std::to_string(total).size(), total, last_train_loss, val_text, lr, tokens_per_second / 1000,
                  duration_str(elapsed), duration_str(eta));
-    metrics.append(row);
+    if (is_writer()) metrics.append(row);
     interval_loss = 0, interval_steps = 0, interval_start = Clock::now();
 }
 
@@ -493,32 +584,50 @@ nlohmann::json train(const TrainOptions& options) {
     RunConfig config = options.config;
     const std::string& dir = options.run_dir;
     const std::string state_path = (fs::path(dir) / "train_state.safetensors").string();
+    const bool terminal = is_writer() && config.logging.progress_bar && isatty(STDERR_FILENO);
 
-    const MatmulPrecision precision = step_precision(config.train);
-    const bool terminal = config.logging.progress_bar && isatty(STDERR_FILENO);
-    const RunData data = load_run_data(config, terminal);
-    if (options.resume && !fs::exists(state_path))
-        throw InputError(dir + ": no train_state.safetensors to resume from");
-    std::error_code error;
-    fs::create_directories(dir, error);
-    if (error) throw InputError(dir + ": cannot create the run directory: " + error.message());
-    // From here to the end this run is the directory's only writer; what it finds there
-    // (a run to resume, or to refuse to overwrite) is checked under the lock.
-    const RunDirectoryLock lock(dir);
-    check_run_directory(options, config, data.description, state_path);
+    // Whatever can be wrong is found before the first step, on every process at once: one
+    // that cannot read its data stops them all with its message (run_on_every_rank).
+    MatmulPrecision precision = MatmulPrecision::float32;
+    std::optional<RunData> loaded;
+    run_on_every_rank([&] {
+        precision = step_precision(config.train);
+        loaded.emplace(load_run_data(config, terminal));
+        this_process_share(std::vector<int64_t>(static_cast<size_t>(config.train.batch_size)));  // B divisible by N
+    });
+    const RunData& data = *loaded;
+    check_processes_match(config, data.description);
+    // The writer alone (rank 0) keeps the run directory. From here to the end it is the
+    // directory's only writer; what it finds there (a run to resume, or to refuse to
+    // overwrite) is checked under the lock.
+    std::optional<RunDirectoryLock> lock;
+    std::optional<TrainingRun> run;
+    run_on_every_rank([&] {
+        if (is_writer()) {
+            if (options.resume && !fs::exists(state_path))
+                throw InputError(dir + ": no train_state.safetensors to resume from");
+            std::error_code error;
+            fs::create_directories(dir, error);
+            if (error) throw InputError(dir + ": cannot create the run directory: " + error.message());
+            lock.emplace(dir);
+            check_run_directory(options, config, data.description, state_path);
+        }
+        run.emplace(options, config, data, terminal);
+    });
+    run->share_from_writer();
+    spdlog::info("{} {}: {} parameters, vocabulary {}, {} training / {} validation characters, backend {}{}",
+                 options.resume ? "resuming" : "training", config.name, run->model.parameters().count(),
+                 data.corpus.vocab.size(), data.corpus.train.size(), data.corpus.val.size(), backend().name(),
+                 world_size() == 1 ? "" : ", " + std::to_string(world_size()) + " processes");
+    if (options.resume) spdlog::info("resumed at step {}/{}", run->step, config.train.steps);
+    run->train_loop(precision, started);
 
-    TrainingRun run(options, config, data, terminal);
-    spdlog::info("{} {}: {} parameters, vocabulary {}, {} training / {} validation characters, backend {}",
-                 options.resume ? "resuming" : "training", config.name, run.model.parameters().count(),
-                 data.corpus.vocab.size(), data.corpus.train.size(), data.corpus.val.size(), backend().name());
-    if (options.resume) spdlog::info("resumed at step {}/{}", run.step, config.train.steps);
-    run.train_loop(precision, started);
-
-    const nlohmann::json summary = run.summary(started);
-    write_file_atomic((fs::path(dir) / "loss.svg").string(), run.metrics.loss_svg(config.name));
+    const nlohmann::json summary = run->summary(started);  // every process scores its share
+    if (!is_writer()) return summary;
+    write_file_atomic((fs::path(dir) / "loss.svg").string(), run->metrics.loss_svg(config.name));
     write_file_atomic((fs::path(dir) / "summary.json").string(), summary.dump(2) + "\n");
     spdlog::info("done: val loss {:.4f} ({:.3f} bits/char), {:.1f}s of training, run in {}",
-                 summary["val_loss"].get<double>(), summary["val_bpc"].get<double>(), run.train_seconds, dir);
+                 summary["val_loss"].get<double>(), summary["val_bpc"].get<double>(), run->train_seconds, dir);
     return summary;
 }
 

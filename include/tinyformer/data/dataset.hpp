@@ -93,6 +93,10 @@ Batch sample_batch(const TokenIds& ids, int64_t batch_size, int64_t context, Rng
 // The same windows as torch_reference.py train draws them: torch.randint(len(ids) - T - 1, (B,))
 // (so never the very last window, as there).
 Batch sample_batch(const TokenIds& ids, int64_t batch_size, int64_t context, TorchRng& rng);
+// The starts of the windows sample_batch draws, the same draws: for a caller that builds only
+// some of them (each process of a data-parallel run builds its share of one batch).
+std::vector<int64_t> sample_starts(const TokenIds& ids, int64_t batch_size, int64_t context, Rng& rng);
+std::vector<int64_t> sample_starts(const TokenIds& ids, int64_t batch_size, int64_t context, TorchRng& rng);
 // The windows ids[start .. start+T] for each start: inputs the first T, targets the last T.
 Batch windows_at(const TokenIds& ids, const std::vector<int64_t>& starts, int64_t context);
 

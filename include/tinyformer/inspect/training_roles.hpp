@@ -40,6 +40,11 @@ std::string role_probes_rule();
 // Heads are named as in heads.json (L{layer}H{head}).
 nlohmann::json training_roles(const Transformer& model, const Vocabulary& vocab, const std::vector<Probe>& subset);
 
+// training_roles on role_probes(probes), null when there are none: what `train` records at
+// each evaluation, handed to it by the CLI (TrainOptions::roles), as train does not sit on inspect.
+nlohmann::json training_roles_of_probes(const Transformer& model, const Vocabulary& vocab,
+                                        const std::vector<Probe>& probes);
+
 // metrics.jsonl as rows, one JSON object per line (a line that does not parse is skipped);
 // no rows when the file is missing.
 std::vector<nlohmann::json> read_metrics_rows(const std::string& path);

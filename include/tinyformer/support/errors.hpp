@@ -18,6 +18,13 @@ struct Interrupted : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// The exit code a command ends with when `e` stops it: 2, 130 or 1, as above.
+inline int exit_code_of(const std::exception& e) {
+    if (dynamic_cast<const InputError*>(&e) != nullptr) return 2;
+    if (dynamic_cast<const Interrupted*>(&e) != nullptr) return 130;
+    return 1;
+}
+
 // Throws the one-line InputError "<where>: <what>, expected <expected>".
 [[noreturn]] inline void reject(const std::string& where, const std::string& what, const std::string& expected) {
     throw InputError(where + ": " + what + ", expected " + expected);

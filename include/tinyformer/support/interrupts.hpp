@@ -12,6 +12,8 @@
 //   watch_interrupts();         first thing in a command that stops cleanly on Ctrl-C (train,
 //                               sweep), before any other thread starts: threads inherit the
 //                               blocked mask. Once per process; later calls do nothing.
+//   watch_interrupts(true);     SIGTERM as well: what mpirun sends every process when it gets
+//                               a Ctrl-C (train under a launcher).
 //   CatchInterrupts interrupts; while one lives, Ctrl-C sets interrupts.requested(), which the
 //                               caller polls at a safe point (the trainer: between steps).
 //                               While none lives, Ctrl-C ends the process as SIGINT's default
@@ -24,7 +26,7 @@
 
 namespace tinyformer {
 
-void watch_interrupts();
+void watch_interrupts(bool and_sigterm = false);
 
 class CatchInterrupts {
 public:

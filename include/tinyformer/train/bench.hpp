@@ -51,6 +51,10 @@ struct BenchResult {
     CpuBudget budget;
     double others_cpus = -1, load_average = -1;
     int running_threads_min = 0, running_threads_max = 0;
+    // Under mpirun: the processes, and the share of the timed steps' wall time this one spent
+    // in the gradient exchange (waiting for the others included). Alone: 1 and 0.
+    int processes = 1;
+    double exchange_share = 0;
 
     double train_median() const;
     double sample_median() const;

@@ -7,9 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "tinyformer/data/dataset.hpp"
+#include "tinyformer/model/model.hpp"
 #include "tinyformer/train/config.hpp"
 
 namespace tinyformer {
@@ -19,6 +23,10 @@ struct TrainOptions {
     std::string run_dir;      // where the run's files go
     bool resume = false;      // continue the run in run_dir from its train_state.safetensors
     bool overwrite = false;   // start afresh even if run_dir holds a run
+    // Measured at every evaluation (on rank 0) and recorded in the metrics row as "roles",
+    // unless it returns null: how the heads' roles form. The CLI passes inspect's
+    // training_roles_of_probes; train itself knows nothing of heads' roles.
+    std::function<nlohmann::json(const Transformer&, const Vocabulary&, const std::vector<Probe>&)> roles;
 };
 
 // Trains, writes the run directory, and returns summary.json's contents. Throws InputError

@@ -1,0 +1,46 @@
+// One optimizer step, the only one: the trainer and `bench` both take it, alone or as one
+// process of a data-parallel run (docs/distributed.md).
+//
+//   each process:   loss = mean cross-entropy of its share of the batch's windows
+//                   backward → its gradient of that mean, in the gradient arena
+//   every process:  gradient arena ← (1/N) Σ over the N processes   (all_reduce_sum)
+//                   = the gradient of the whole batch's mean loss, when the shares are equal
+//                   clip to optim.grad_clip, then AdamW: the same numbers on every process
+//
+// Alone (N = 1) nothing is exchanged and the step is the one-process step as it always was.
+#pragma once
+
+#include <cstdint>
+
+#include "tinyformer/data/dataset.hpp"
+#include "tinyformer/engine/mixed_precision.hpp"
+#include "tinyformer/engine/profiling.hpp"
+#include "tinyformer/model/model.hpp"
+#include "tinyformer/train/optim.hpp"
+
+namespace tinyformer {
+
+struct StepSettings {
+    double lr = 1e-3;
+    double grad_clip = 1.0;  // 0: no clipping
+    MatmulPrecision precision = MatmulPrecision::float32;  // the forward's and backward's products
+    bool stop_requested = false;  // this process was asked to stop (Ctrl-C): told to every process
+    Profile* profile = nullptr;   // when set, the step's own passes (exchange, clipping, AdamW) are timed into it
+};
+
+struct StepOutcome {
+    double loss = 0;       // the whole batch's mean loss (every process's windows), before the update
+    double grad_norm = 0;  // the whole batch's gradient norm, before clipping
+    bool stop = false;     // some process was asked to stop: every process learns it in the same step
+    bool updated = false;  // false when the loss was not finite: the weights are left as they were
+    double exchange_seconds = 0;  // in all_reduce_sum, waiting for the other processes included
+};
+
+// `share` holds this process's windows: the batch's windows [rank·B/N, (rank+1)·B/N).
+StepOutcome train_step(Transformer& model, AdamW& adam, const Batch& share, const StepSettings& settings);
+
+// This process's windows of a batch drawn as `starts` (all B of them, the same on every
+// process). Throws InputError when the process count does not divide B.
+std::vector<int64_t> this_process_share(const std::vector<int64_t>& starts);
+
+}  // namespace tinyformer
