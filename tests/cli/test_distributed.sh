@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Data-parallel training under mpirun (docs/distributed.md), on this machine only: Open MPI's
+# processes talk over shared memory, or over TCP on loopback (--mca btl tcp,self).
+#   - 2 processes train the one-process model: the weights within 1e-5 relative after 200
+#     steps, and two runs at 2 processes are bit-identical; so is the TCP transport's run;
+#   - rank 0 alone writes and logs; the others print nothing;
+#   - --resume at another process count; a batch that 2 does not divide, a config that differs
+#     on one rank, data one rank cannot read: exit 2 and one line naming the rank;
+#   - a rank killed with SIGKILL: every process gone within 10 s, non-zero, the checkpoint
+#     loadable and the lock free; Ctrl-C to mpirun: one checkpoint, then --resume goes on.
+# A binary built without MPI refuses to be one of several processes (exit 2, one line).
+source "$(dirname "$0")/common.sh"
+diff_tool=${WEIGHTS_DIFF:-$(dirname "$tf")/tests/weights_diff}
+
+if [[ $("$tf" --version) != *"MPI: Open MPI"* ]]; then
+  # Built without MPI: as mpirun would start it (the variable mpirun sets), it must refuse.
+  expect_exit 2 "one of 2 processes, built without MPI" -- env OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0 \
+    "$tf" train --config "$src/configs/lesson12.toml" --out "$scratch/refused"
+  expect_in "$err" "built without MPI" "the refusal says why"
+  one_line "the refusal"
+  [[ ! -e "$scratch/refused" ]] && pass "nothing written" || fail "the refused run wrote $scratch/refused"
+  finish
+fi
+command -v mpirun >/dev/null || { fail "the binary has MPI but mpirun is missing (apt-get install openmpi-bin)"; finish; }
+[[ -x $diff_tool ]] || { fail "no $diff_tool (built with the tests)"; finish; }
+# As root (CI), in a container with few cores: Open MPI refuses both unless told.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export PRTE_MCA_rmaps_default_mapping_policy=:oversubscribe  # Open MPI 5's mpirun (PRRTE)
+mpi=(mpirun -q -np 2)
+
+tiny_lesson_config "$scratch/tiny.toml" "steps = 200" "batch_size = 8" "eval_every = 100" "threads = 1"
+weights() { "$diff_tool" "$1/model.safetensors" "$2/model.safetensors"; }
+rel_norm() { awk '{print $8}' <<<"$1"; }  # weights_diff's ‖a − b‖ / ‖a‖, the largest over the tensors
+
+# ---- the same experiment as one process ----
+"$tf" train --config "$scratch/tiny.toml" --out "$scratch/one" >/dev/null 2>&1 || fail "one process did not train"
+"${mpi[@]}" "$tf" train --config "$scratch/tiny.toml" --out "$scratch/two" >"$scratch/two.out" 2>"$scratch/two.err"
+[[ $? -eq 0 ]] && pass "mpirun -np 2 trains" || fail "mpirun -np 2: $(tail -3 "$scratch/two.err")"
+result=$(weights "$scratch/one" "$scratch/two")
+echo "1 process against 2 processes after 200 steps: $result"
+awk -v r="$(rel_norm "$result")" 'BEGIN { exit !(r != "" && r <= 1e-5) }' && pass "2 processes: the one-process weights to ≤ 1e-5" \
+  || fail "2 processes are $result from one process"
+# The log is rank 0's: one "training ..." line, which names the process count.
+started=$(grep -c "training tiny: .*2 processes" "$scratch/two.err")
+[[ $started -eq 1 ]] && pass "one log (rank 0's)" || fail "$started start lines in: $(head -5 "$scratch/two.err")"
+
+# The validation loss and the probes, scored by the 2 processes' shares, are what one process
+# (eval) scores on the same checkpoint, to the bit: the lesson's, with its 320 probes.
+"${mpi[@]}" "$tf" train --config "$src/configs/lesson12.toml" --set train.steps=60 --set train.threads=1 \
+  --out "$scratch/lesson-two" >/dev/null 2>"$scratch/lesson-two.err" || fail "the lesson at 2 processes: $(tail -2 "$scratch/lesson-two.err")"
+summary=$(tr -d ' \n' <"$scratch/lesson-two/summary.json")
+scored=$("$tf" eval --checkpoint "$scratch/lesson-two" --json | tr -d ' \n')
+field() { grep -o "\"$1\":[0-9.e-]*" <<<"$2" | head -1 | cut -d: -f2; }
+[[ -n $(field val_loss "$summary") && $(field val_loss "$summary") == "$(field loss "$scored")" ]] \
+  && pass "the validation loss split over 2 processes is eval's ($(field val_loss "$summary"))" \
+  || fail "validation loss $(field val_loss "$summary") at 2 processes, $(field loss "$scored") from eval"
+[[ -n $(field probe_accuracy "$summary") && $(field probe_accuracy "$summary") == "$(field probe_accuracy "$scored")" ]] \
+  && pass "the probes split over 2 processes score as in eval ($(field probe_accuracy "$summary"))" \
+  || fail "probe accuracy $(field probe_accuracy "$summary") at 2 processes, $(field probe_accuracy "$scored") from eval"
+
+"${mpi[@]}" "$tf" train --config "$scratch/tiny.toml" --out "$scratch/two-again" >/dev/null 2>&1
+result=$(weights "$scratch/two" "$scratch/two-again")
+[[ $result == *"identical true"* ]] && pass "two runs at 2 processes are bit-identical" || fail "two runs at 2 processes: $result"
+
+"${mpi[@]}" --mca btl tcp,self "$tf" train --config "$scratch/tiny.toml" --out "$scratch/tcp" >/dev/null 2>"$scratch/tcp.err" ||
+  fail "over TCP: $(tail -3 "$scratch/tcp.err")"
+result=$(weights "$scratch/two" "$scratch/tcp")
+echo "shared memory against TCP: $result"
+[[ $result == *"identical true"* ]] && pass "over TCP (btl tcp,self): the same bits" || fail "over TCP: $result"
+
+# A broken exchange must show: a run that compares against a 1-process run with other
+# settings (a different seed) must fail the same check.
+"$tf" train --config "$scratch/tiny.toml" --set train.seed=7 --out "$scratch/other-seed" >/dev/null 2>&1
+result=$(weights "$scratch/one" "$scratch/other-seed")
+awk -v r="$(rel_norm "$result")" 'BEGIN { exit !(r > 1e-5) }' && pass "the check sees another run ($(rel_norm "$result"))" \
+  || fail "another seed passes the 1e-5 check: $result"
+
+# ---- resume at another process count ----
+"$tf" train --config "$scratch/tiny.toml" --set train.steps=100 --out "$scratch/resume-1" >/dev/null 2>&1
+cp -r "$scratch/resume-1" "$scratch/resume-2"
+"$tf" train --resume "$scratch/resume-1" --set train.steps=200 >/dev/null 2>&1 || fail "resume at 1 process"
+"${mpi[@]}" "$tf" train --resume "$scratch/resume-2" --set train.steps=200 >/dev/null 2>"$scratch/resume.err"
+[[ $? -eq 0 ]] && pass "a 1-process run resumed at 2 processes" || fail "resume at 2: $(tail -3 "$scratch/resume.err")"
+result=$(weights "$scratch/resume-1" "$scratch/resume-2")
+awk -v r="$(rel_norm "$result")" 'BEGIN { exit !(r != "" && r <= 1e-5) }' && pass "it goes on as at 1 process ($(rel_norm "$result"))" \
+  || fail "resumed at 2 processes: $result"
+steps=$(grep -c '"step":' "$scratch/resume-2/metrics.jsonl")
+[[ $steps -eq 20 ]] && pass "its metrics run on from step 100 (20 rows)" || fail "$steps metrics rows after the resume"
+
+# ---- refused before training: exit 2, one line, the rank named ----
+one_tinyformer_line() {  # the lines tinyformer printed (mpirun adds its own)
+  local lines; lines=$(grep -c '^tinyformer' <<<"$err")
+  [[ $lines -eq 1 ]] && pass "$1: one line" || fail "$1: $lines lines from tinyformer: $err"
+}
+expect_exit 2 "a batch 2 processes cannot share" -- "${mpi[@]}" "$tf" train --config "$scratch/tiny.toml" \
+  --set train.batch_size=7 --out "$scratch/odd"
+expect_in "$err" "train.batch_size = 7 is not divisible by the 2 processes" "it names the batch"
+one_tinyformer_line "the odd batch"
+expect_exit 2 "a config that differs on rank 1" -- mpirun -q -np 1 "$tf" train --config "$scratch/tiny.toml" \
+  --out "$scratch/mixed" : -np 1 "$tf" train --config "$scratch/tiny.toml" --set train.steps=300 --out "$scratch/mixed"
+expect_in "$err" "rank 1: its config differs from rank 0's: train.steps = 300 there, 200 on rank 0" "it names the rank and key"
+one_tinyformer_line "the mismatch"
+expect_exit 2 "data rank 1 cannot read" -- mpirun -q -np 1 "$tf" train --config "$scratch/tiny.toml" \
+  --out "$scratch/nodata" : -np 1 "$tf" train --config "$scratch/tiny.toml" --set data.val_path="$scratch/missing.txt" \
+  --out "$scratch/nodata"
+expect_in "$err" "rank 1: " "it names the rank"
+expect_in "$err" "missing.txt" "and the file"
+one_tinyformer_line "the unreadable data"
+
+# ---- faults ----
+tiny_lesson_config "$scratch/long.toml" "steps = 100000" "batch_size = 8" "eval_every = 0" "checkpoint_every = 20" "threads = 1"
+# wait_for FILE PID: until FILE exists, or mpirun ends; at most 60 s
+wait_for() { for _ in $(seq 1 6000); do [[ -e $1 ]] && return 0; kill -0 "$2" 2>/dev/null || return 1; sleep 0.01; done; return 1; }
+no_rank_left() {  # no_rank_left DIR: no process of a run writing DIR is left
+  ! pgrep -f -- "--out $1" >/dev/null
+}
+
+"${mpi[@]}" "$tf" train --config "$scratch/long.toml" --out "$scratch/killed" >/dev/null 2>"$scratch/killed.err" &
+mpirun_pid=$!
+if wait_for "$scratch/killed/train_state.safetensors" $mpirun_pid; then
+  victim=$(pgrep -f -- "--out $scratch/killed" | while read -r p; do
+             [[ $(cat /proc/"$p"/environ 2>/dev/null | tr '\0' '\n' | grep -x OMPI_COMM_WORLD_RANK=1) ]] && echo "$p"; done | head -1)
+  if [[ -n $victim ]]; then
+    killed_at=$(date +%s.%N)
+    kill -9 "$victim"
+    for _ in $(seq 1 150); do kill -0 $mpirun_pid 2>/dev/null || break; sleep 0.1; done
+    wait $mpirun_pid; code=$?
+    took=$(awk -v a="$killed_at" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    if no_rank_left "$scratch/killed" && [[ $code -ne 0 ]]; then pass "rank 1 killed: all gone in ${took} s, exit $code"
+    else fail "rank 1 killed: after ${took} s, exit $code, left: $(pgrep -af -- "--out $scratch/killed")"; fi
+    awk -v t="$took" 'BEGIN { exit !(t <= 10) }' && pass "within 10 s" || fail "took $took s"
+    "$tf" eval --checkpoint "$scratch/killed" --json >/dev/null 2>&1 && pass "its checkpoint loads" || fail "the checkpoint does not load"
+    "$tf" train --resume "$scratch/killed" --set train.steps=60 >/dev/null 2>"$scratch/killed-resume.err" \
+      && pass "the lock is free: --resume runs" || fail "resume after the kill: $(tail -2 "$scratch/killed-resume.err")"
+  else
+    fail "no rank 1 found"; kill -9 $mpirun_pid
+  fi
+else
+  fail "the run never saved a checkpoint: $(tail -3 "$scratch/killed.err")"
+fi
+
+"${mpi[@]}" "$tf" train --config "$scratch/long.toml" --out "$scratch/ctrl-c" >/dev/null 2>"$scratch/ctrl-c.err" &
+mpirun_pid=$!
+if wait_for "$scratch/ctrl-c/train_state.safetensors" $mpirun_pid; then
+  kill -INT $mpirun_pid
+  for _ in $(seq 1 150); do kill -0 $mpirun_pid 2>/dev/null || break; sleep 0.1; done
+  wait $mpirun_pid; code=$?
+  saved=$(grep -c "interrupted at step .*checkpoint saved" "$scratch/ctrl-c.err")
+  [[ $saved -eq 1 ]] && pass "Ctrl-C to mpirun: one checkpoint saved, said once (exit $code)" \
+    || fail "Ctrl-C to mpirun: exit $code, $saved lines: $(tail -4 "$scratch/ctrl-c.err")"
+  no_rank_left "$scratch/ctrl-c" && pass "no rank left after Ctrl-C" || fail "left after Ctrl-C: $(pgrep -af -- "--out $scratch/ctrl-c")"
+  at=$(grep -o 'interrupted at step [0-9]*' "$scratch/ctrl-c.err" | grep -o '[0-9]*$')
+  "$tf" train --resume "$scratch/ctrl-c" --set train.steps=$((at + 10)) >/dev/null 2>&1 &&
+    [[ $(tail -1 "$scratch/ctrl-c/metrics.jsonl") == *"\"step\":$((at + 10))"* ]] \
+    && pass "resumed from step $at" || fail "resume from the Ctrl-C checkpoint (step $at)"
+else
+  fail "the run never saved a checkpoint: $(tail -3 "$scratch/ctrl-c.err")"; kill -9 $mpirun_pid
+fi
+finish
