@@ -71,9 +71,14 @@ std::vector<double> measure_training(const BenchOptions& options, BenchResult& r
     int64_t step = 0;
     // The warm-up lasts long enough for share_cores to have read the machine's load twice, so
     // that the timed steps run on the threads it chose (on a busy machine, fewer).
+    // Under mpirun every process takes the same number of steps (each is an exchange): warm-up
+    // goes on while any of them wants more.
     const auto warmup_start = Clock::now();
-    for (int64_t i = 0; i < options.warmup_steps || seconds_since(warmup_start) < 2.5 * kShareIntervalSeconds; ++i)
+    for (int64_t i = 0;; ++i) {
         bench_step(model, adam, batches[step++ % batches.size()], precision);
+        if (!any_process(i + 1 < options.warmup_steps || seconds_since(warmup_start) < 2.5 * kShareIntervalSeconds))
+            break;
+    }
     const buffer_pool::Stats before = buffer_pool::stats();
     const CpuReading load_before = read_cpu_load();
     result.running_threads_min = result.running_threads_max = running_threads();

@@ -7,6 +7,7 @@
 
 #include "tinyformer/distributed/process_group.hpp"
 #include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/ops.hpp"
 #include "tinyformer/support/errors.hpp"
 
 namespace tinyformer {
@@ -17,21 +18,17 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_from(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// The gradients of every process summed, then divided by their number: the gradient of the
-// mean over all their windows (each process's loss is the mean over an equal share). With it,
-// the loss and the stop flag, summed the same way.
-double exchange(Parameters& params, double local[2]) {
+// The gradients of every process summed: each process's backward started from its mean loss
+// divided by N (see train_step), so the sum is the gradient of the mean over all their
+// windows, the shares being equal. With it, the loss, summed the same way.
+double exchange(Parameters& params, double& loss) {
     const int processes = world_size();
     if (processes == 1) return 0;
     const Clock::time_point start = Clock::now();
     Tensor gradients = params.gradients();
-    float* g = gradients.data<float>();
-    const int64_t n = gradients.numel();
-    all_reduce_sum(g, n);
-    const float inverse = 1.0f / static_cast<float>(processes);  // exact when N is a power of 2
-    for (int64_t i = 0; i < n; ++i) g[i] *= inverse;
-    all_reduce_sum(local, 2);
-    local[0] /= processes;
+    all_reduce_sum(gradients.data<float>(), gradients.numel());
+    all_reduce_sum(&loss, 1);
+    loss /= processes;
     return seconds_from(start);
 }
 
@@ -51,20 +48,23 @@ StepOutcome train_step(Transformer& model, AdamW& adam, const Batch& share, cons
     StepOutcome outcome;
     Parameters& params = model.parameters();
     params.zero_grad();
-    double local[2];  // [this process's mean loss, 1 if it was asked to stop]
+    double loss_value = 0;  // this process's mean loss, then every process's
     {
         // The step's matrix products in the settings' precision (evaluations stay float32); the
         // scope ends before the optimizer changes the parameters whose bf16 copies it holds.
         const MatmulPrecisionScope precision(settings.precision);
         Tensor loss = model.loss(share.inputs, share.targets);
-        local[0] = loss.item();
-        local[1] = settings.stop_requested ? 1.0 : 0.0;
-        if (std::isfinite(local[0]) || world_size() > 1) loss.backward();  // alone, a lost step costs nothing
+        loss_value = loss.item();
+        if (world_size() > 1) {
+            // 1/N here, on one number, rather than on every gradient after the sum.
+            scale(loss, 1.0 / world_size()).backward();
+        } else if (std::isfinite(loss_value)) {  // alone, a lost step costs nothing
+            loss.backward();
+        }
     }
-    outcome.exchange_seconds = exchange(params, local);
+    outcome.exchange_seconds = exchange(params, loss_value);
     if (settings.profile && world_size() > 1) settings.profile->add("exchange: all_reduce_sum", outcome.exchange_seconds);
-    outcome.loss = local[0];
-    outcome.stop = local[1] > 0;
+    outcome.loss = loss_value;
     if (!std::isfinite(outcome.loss)) return outcome;  // every process sees the same sum: all stop here
 
     auto start = Clock::now();

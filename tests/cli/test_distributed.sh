@@ -107,6 +107,14 @@ expect_in "$err" "rank 1: " "it names the rank"
 expect_in "$err" "missing.txt" "and the file"
 one_tinyformer_line "the unreadable data"
 
+# ---- bench under mpirun: the processes time the same steps together (the warm-up too, which
+# is timed: processes that stopped it at different steps waited for each other for ever) ----
+out=$(timeout 120 "${mpi[@]}" "$tf" bench --config "$scratch/tiny.toml" --json --steps 3 --repeats 2 --sample-chars 8 2>&1)
+code=$?
+[[ $code -eq 0 && $(grep -c '"processes":2' <<<"$out") -eq 1 ]] && pass "bench at 2 processes reports once, for both" \
+  || fail "bench under mpirun: exit $code: $(tail -c 300 <<<"$out")"
+expect_in "$out" '"exchange_share":' "bench reports the exchange's share of a step"
+
 # ---- faults ----
 tiny_lesson_config "$scratch/long.toml" "steps = 100000" "batch_size = 8" "eval_every = 0" "checkpoint_every = 20" "threads = 1"
 # wait_for FILE PID: until FILE exists, or mpirun ends; at most 60 s

@@ -2,9 +2,9 @@
 // process of a data-parallel run (docs/distributed.md).
 //
 //   each process:   loss = mean cross-entropy of its share of the batch's windows
-//                   backward → its gradient of that mean, in the gradient arena
-//   every process:  gradient arena ← (1/N) Σ over the N processes   (all_reduce_sum)
-//                   = the gradient of the whole batch's mean loss, when the shares are equal
+//                   backward from loss / N → its part of the gradient, in the gradient arena
+//   every process:  gradient arena ← Σ over the N processes   (all_reduce_sum)
+//                   = the gradient of the whole batch's mean loss, the shares being equal
 //                   clip to optim.grad_clip, then AdamW: the same numbers on every process
 //
 // Alone (N = 1) nothing is exchanged and the step is the one-process step as it always was.
@@ -24,14 +24,12 @@ struct StepSettings {
     double lr = 1e-3;
     double grad_clip = 1.0;  // 0: no clipping
     MatmulPrecision precision = MatmulPrecision::float32;  // the forward's and backward's products
-    bool stop_requested = false;  // this process was asked to stop (Ctrl-C): told to every process
     Profile* profile = nullptr;   // when set, the step's own passes (exchange, clipping, AdamW) are timed into it
 };
 
 struct StepOutcome {
     double loss = 0;       // the whole batch's mean loss (every process's windows), before the update
     double grad_norm = 0;  // the whole batch's gradient norm, before clipping
-    bool stop = false;     // some process was asked to stop: every process learns it in the same step
     bool updated = false;  // false when the loss was not finite: the weights are left as they were
     double exchange_seconds = 0;  // in all_reduce_sum, waiting for the other processes included
 };
