@@ -37,8 +37,7 @@ Runner add_train(CLI::App& app) {
     return [cmd, args]() -> int {
         if (!cmd->parsed()) return -1;
         // Before any thread starts (MPI's too): Ctrl-C is taken between steps, never by a
-        // handler. Under a launcher, SIGTERM as well: mpirun turns a Ctrl-C into SIGTERM to
-        // every process.
+        // handler. Under a launcher, SIGTERM and SIGUSR1 as well (see interrupts.hpp).
         const Launch launch = launch_from_environment();
         watch_interrupts(launch.size > 1);
         init_process_group();  // MPI, when launched as one of several processes

@@ -14,7 +14,7 @@ namespace {
 std::atomic<int> catchers{0};              // CatchInterrupts alive
 std::atomic<bool> interrupt_arrived{false};  // a Ctrl-C while one was
 
-// The watching thread: every SIGINT (and SIGTERM, when watched) of the process ends up here,
+// The watching thread: every SIGINT (and SIGTERM and SIGUSR1, when watched) of the process ends up here,
 // as they are blocked everywhere else.
 void wait_for_interrupts(sigset_t watched, bool sigint_ignored_at_start) {
     for (;;) {
@@ -34,16 +34,19 @@ void wait_for_interrupts(sigset_t watched, bool sigint_ignored_at_start) {
 
 }  // namespace
 
-void watch_interrupts(bool and_sigterm) {
+void watch_interrupts(bool launched) {
     static std::once_flag once;
-    std::call_once(once, [and_sigterm] {
+    std::call_once(once, [launched] {
         // An ignored signal is discarded when sent, blocked or not, so it is set to its
         // default action (which, blocked, it never takes) for sigwait to see it.
         const bool ignored_at_start = std::signal(SIGINT, SIG_DFL) == SIG_IGN;
         sigset_t watched;
         sigemptyset(&watched);
         sigaddset(&watched, SIGINT);
-        if (and_sigterm) sigaddset(&watched, SIGTERM);
+        if (launched) {  // what mpirun sends for a Ctrl-C (Open MPI 4), or passes on when asked (any)
+            sigaddset(&watched, SIGTERM);
+            sigaddset(&watched, SIGUSR1);
+        }
         pthread_sigmask(SIG_BLOCK, &watched, nullptr);
         std::thread(wait_for_interrupts, watched, ignored_at_start).detach();
     });

@@ -12,8 +12,10 @@
 //   watch_interrupts();         first thing in a command that stops cleanly on Ctrl-C (train,
 //                               sweep), before any other thread starts: threads inherit the
 //                               blocked mask. Once per process; later calls do nothing.
-//   watch_interrupts(true);     SIGTERM as well: what mpirun sends every process when it gets
-//                               a Ctrl-C (train under a launcher).
+//   watch_interrupts(true);     under a launcher (mpirun, srun), SIGTERM and SIGUSR1 as well:
+//                               Open MPI 4's mpirun turns a Ctrl-C into SIGTERM to every
+//                               process; Open MPI 5's kills them at once, but passes SIGUSR1 on
+//                               (`kill -USR1 <mpirun's pid>` stops a run with a checkpoint).
 //   CatchInterrupts interrupts; while one lives, Ctrl-C sets interrupts.requested(), which the
 //                               caller polls at a safe point (the trainer: between steps).
 //                               While none lives, Ctrl-C ends the process as SIGINT's default
@@ -26,7 +28,7 @@
 
 namespace tinyformer {
 
-void watch_interrupts(bool and_sigterm = false);
+void watch_interrupts(bool launched = false);
 
 class CatchInterrupts {
 public:
