@@ -1,5 +1,6 @@
 #include "tinyformer/train/step.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -18,6 +19,11 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_from(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+// The gradient arena is summed in buckets of this many floats (4 MB), as DDP sums in buckets
+// (of 25 MB). Open MPI 4.1 sums one 43 MB buffer (nanoGPT's shakespeare-char shape) over
+// shared memory in 106 ms and the same in pieces of 1 M floats in 8 ms (2 processes, 2026-12-05).
+constexpr int64_t kBucketFloats = 1 << 20;
+
 // The gradients of every process summed: each process's backward started from its mean loss
 // divided by N (see train_step), so the sum is the gradient of the mean over all their
 // windows, the shares being equal. With it, the loss, summed the same way.
@@ -26,7 +32,9 @@ double exchange(Parameters& params, double& loss) {
     if (processes == 1) return 0;
     const Clock::time_point start = Clock::now();
     Tensor gradients = params.gradients();
-    all_reduce_sum(gradients.data<float>(), gradients.numel());
+    float* g = gradients.data<float>();
+    const int64_t n = gradients.numel();
+    for (int64_t at = 0; at < n; at += kBucketFloats) all_reduce_sum(g + at, std::min(kBucketFloats, n - at));
     all_reduce_sum(&loss, 1);
     loss /= processes;
     return seconds_from(start);
