@@ -73,25 +73,19 @@ void abort_process_group(int exit_code) {
 int rank() { return group_rank; }
 int world_size() { return group_size; }
 
-void all_reduce_sum(float* values, int64_t count) {
+// Every process's `count` elements of `type` combined by `op`, in place, on every process.
+static void all_reduce(void* values, int64_t count, MPI_Datatype type, size_t element_bytes, MPI_Op op) {
     if (group_size == 1) return;
     in_pieces(count, [&](int64_t at, int n) {
-        MPI_Allreduce(MPI_IN_PLACE, values + at, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, static_cast<char*>(values) + at * static_cast<int64_t>(element_bytes), n, type, op,
+                      MPI_COMM_WORLD);
     });
 }
 
-void all_reduce_sum(double* values, int64_t count) {
-    if (group_size == 1) return;
-    in_pieces(count, [&](int64_t at, int n) {
-        MPI_Allreduce(MPI_IN_PLACE, values + at, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    });
-}
-
+void all_reduce_sum(float* values, int64_t count) { all_reduce(values, count, MPI_FLOAT, sizeof(float), MPI_SUM); }
+void all_reduce_sum(double* values, int64_t count) { all_reduce(values, count, MPI_DOUBLE, sizeof(double), MPI_SUM); }
 void all_reduce_max(int64_t* values, int64_t count) {
-    if (group_size == 1) return;
-    in_pieces(count, [&](int64_t at, int n) {
-        MPI_Allreduce(MPI_IN_PLACE, values + at, n, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-    });
+    all_reduce(values, count, MPI_INT64_T, sizeof(int64_t), MPI_MAX);
 }
 
 void broadcast(void* bytes, int64_t count, int root) {

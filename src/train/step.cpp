@@ -10,14 +10,13 @@
 #include "tinyformer/engine/autograd.hpp"
 #include "tinyformer/engine/ops.hpp"
 #include "tinyformer/support/errors.hpp"
+#include "tinyformer/support/progress.hpp"
 
 namespace tinyformer {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_from(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // The gradient arena is summed in buckets of this many floats (4 MB), as DDP sums in buckets
 // (of 25 MB). Open MPI 4.1 sums one 43 MB buffer (nanoGPT's shakespeare-char shape) over
@@ -37,7 +36,7 @@ double exchange(Parameters& params, double& loss) {
     for (int64_t at = 0; at < n; at += kBucketFloats) all_reduce_sum(g + at, std::min(kBucketFloats, n - at));
     all_reduce_sum(&loss, 1);
     loss /= processes;
-    return seconds_from(start);
+    return seconds_since(start);
 }
 
 }  // namespace
@@ -77,10 +76,10 @@ StepOutcome train_step(Transformer& model, AdamW& adam, const Batch& share, cons
 
     auto start = Clock::now();
     outcome.grad_norm = clip_grad_norm(params, settings.grad_clip);
-    if (settings.profile) settings.profile->add("optimizer: clip_grad_norm", seconds_from(start));
+    if (settings.profile) settings.profile->add("optimizer: clip_grad_norm", seconds_since(start));
     start = Clock::now();
     adam.step(settings.lr);
-    if (settings.profile) settings.profile->add("optimizer: AdamW", seconds_from(start));
+    if (settings.profile) settings.profile->add("optimizer: AdamW", seconds_since(start));
     outcome.updated = true;
     return outcome;
 }
