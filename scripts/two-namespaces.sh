@@ -7,6 +7,13 @@
 # (tests/tools/weights_diff).
 #
 #   scripts/two-namespaces.sh [--tinyformer BIN] [--weights-diff BIN] [--config FILE] [--steps N]
+#                             [--rate 10gbit] [--bench "BENCH ARGS"]
+#
+# --rate caps the link's bandwidth each way (tc's token bucket filter, tbf), to stand for a
+# network between machines. (Its latency stays the veth pair's, a few µs: this machine's
+# kernel has no netem to add delay.) --bench runs `tinyformer bench BENCH ARGS`
+# across the two namespaces instead of the training and the comparison, and prints its line
+# (docs/distributed.md's figures across a shaped link).
 #
 # Defaults: build/tinyformer, build/tests/weights_diff, the lesson (configs/lesson12.toml),
 # 200 steps. Needs root (ip netns), iproute2 and Open MPI; the namespaces (tf-a-PID, tf-b-PID)
@@ -15,12 +22,15 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tf=$root/build/tinyformer diff_tool=$root/build/tests/weights_diff config=$root/configs/lesson12.toml steps=200
+rate="" bench=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --tinyformer) tf=$(realpath "$2"); shift 2 ;;
     --weights-diff) diff_tool=$(realpath "$2"); shift 2 ;;
     --config) config=$(realpath "$2"); shift 2 ;;
     --steps) steps=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --bench) bench=$2; shift 2 ;;
     *) echo "two-namespaces: unknown argument $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -28,7 +38,7 @@ cannot() { echo "two-namespaces: cannot run here: $*" >&2; exit 2; }
 [[ $(id -u) -eq 0 ]] || cannot "network namespaces need root"
 command -v ip >/dev/null || cannot "no ip (apt-get install iproute2)"
 command -v mpirun >/dev/null || cannot "no mpirun (apt-get install openmpi-bin)"
-[[ -x $tf && -x $diff_tool ]] || cannot "no $tf or $diff_tool: build first"
+[[ -x $tf && ( -n $bench || -x $diff_tool ) ]] || cannot "no $tf or $diff_tool: build first"
 [[ $("$tf" --version) == *"MPI: Open MPI"* ]] || cannot "$tf was built without MPI"
 
 a=tf-a-$$ b=tf-b-$$ address_a=10.77.7.1 address_b=10.77.7.2
@@ -48,6 +58,15 @@ ip link set "veth-a$$" netns "$a" && ip link set "veth-b$$" netns "$b"
 ip -n "$a" addr add "$address_a/24" dev "veth-a$$" && ip -n "$b" addr add "$address_b/24" dev "veth-b$$"
 for ns in "$a" "$b"; do ip -n "$ns" link set lo up; done
 ip -n "$a" link set "veth-a$$" up && ip -n "$b" link set "veth-b$$" up
+if [[ -n $rate ]]; then
+  command -v tc >/dev/null || cannot "no tc (apt-get install iproute2)"
+  for end in "$a veth-a$$" "$b veth-b$$"; do
+    read -r ns dev <<<"$end"
+    tc -n "$ns" qdisc add dev "$dev" root tbf rate "$rate" burst 256kb latency 50ms ||
+      { echo "two-namespaces: tc tbf rate $rate failed (no sch_tbf in this kernel?)" >&2; exit 2; }
+  done
+  echo "two-namespaces: the link capped at $rate each way (tc tbf)"
+fi
 ip -n "$a" route get "$address_b" >/dev/null 2>&1 && echo "two-namespaces: $a ($address_a) and $b ($address_b), joined by a veth pair" ||
   { echo "two-namespaces: $a has no route to $b" >&2; exit 1; }
 
@@ -60,15 +79,25 @@ exec ip netns exec "\$ns" sh -c "\$*"
 EOF
 chmod +x "$scratch/into-namespace"
 
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# To mpirun the two namespaces are two machines, and it would bind each process to core 0 of
+# "its" machine: both to the same core. --bind-to none leaves them to the kernel.
+across_namespaces=(ip netns exec "$a" mpirun -np 2 -H "$address_a:1,$address_b:1" --bind-to none
+  --mca plm_rsh_agent "$scratch/into-namespace" --mca btl tcp,self
+  --mca btl_tcp_if_include 10.77.7.0/24 --mca oob_tcp_if_include 10.77.7.0/24 -x TF_BUCKET)
+if [[ -n $bench ]]; then
+  # shellcheck disable=SC2086  # bench's arguments, split as a shell line
+  timeout 600 "${across_namespaces[@]}" "$tf" bench --config "$config" --threads 1 $bench >"$scratch/bench.log" 2>&1 ||
+    { echo "two-namespaces: bench failed:" >&2; grep -v "^[-=]\{5\}" "$scratch/bench.log" | head -5 >&2; exit 1; }
+  cat "$scratch/bench.log"
+  exit 0
+fi
 echo "two-namespaces: one process, $steps steps of $(basename "$config")"
 "$tf" train --config "$config" --set train.steps="$steps" --set train.threads=1 --out "$scratch/one" >"$scratch/one.log" 2>&1 ||
   { tail -3 "$scratch/one.log"; exit 1; }
 echo "two-namespaces: two processes, one in each namespace, over TCP"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 started=$(date +%s)
-timeout 180 ip netns exec "$a" mpirun -np 2 -H "$address_a:1,$address_b:1" \
-  --mca plm_rsh_agent "$scratch/into-namespace" --mca btl tcp,self \
-  --mca btl_tcp_if_include 10.77.7.0/24 --mca oob_tcp_if_include 10.77.7.0/24 \
+timeout 180 "${across_namespaces[@]}" \
   "$tf" train --config "$config" --set train.steps="$steps" --set train.threads=1 --out "$scratch/two" >"$scratch/two.log" 2>&1 &
 mpirun_pid=$!
 # Where the two processes run: one tinyformer in each namespace, seen while they train.
@@ -85,6 +114,9 @@ code=$?
 [[ -n $in_a && -n $in_b ]] && echo "two-namespaces: a tinyformer process in each: $a (pid $in_a), $b (pid $in_b)" ||
   { echo "two-namespaces: FAILED: the processes were not one in each namespace ($a: ${in_a:-none}, $b: ${in_b:-none})" >&2; exit 1; }
 echo "two-namespaces: trained in $(( $(date +%s) - started )) s; $(grep -m1 'processes' "$scratch/two.log" | sed 's/^\[[0-9:]*\] //')"
+# To the processes the namespaces are two machines: train.exchange = "auto" sums during the backward.
+grep -q "gradients summed during the backward" "$scratch/two.log" ||
+  { echo "two-namespaces: FAILED: across two machines the sum did not overlap the backward" >&2; exit 1; }
 result=$("$diff_tool" "$scratch/one/model.safetensors" "$scratch/two/model.safetensors") || exit 1
 echo "two-namespaces: one process against two namespaces: $result"
 rel_norm=$(awk '{print $8}' <<<"$result")  # ‖a − b‖ / ‖a‖, the largest over the tensors

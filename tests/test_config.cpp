@@ -116,7 +116,7 @@ TEST_CASE("every key has its documented default", "[config]") {
     CHECK(c.logging.progress_bar);
 
     const std::vector<std::string> keys = config_keys();
-    CHECK(keys.size() == 34);
+    CHECK(keys.size() == 35);
     CHECK(keys.front() == "name");
     for (const char* key : {"model.positions", "data.val_fraction", "train.eval_windows", "optim.grad_clip",
                             "logging.progress_bar"})

@@ -27,6 +27,16 @@ int world_size() { return 1; }
 
 void all_reduce_sum(float*, int64_t) {}
 void all_reduce_sum(double*, int64_t) {}
+
+// Alone, a sum of one process is already in place: nothing is ever in flight.
+struct PendingSum::Request {};
+PendingSum::PendingSum() = default;
+PendingSum::PendingSum(PendingSum&&) noexcept = default;
+PendingSum& PendingSum::operator=(PendingSum&&) noexcept = default;
+PendingSum::~PendingSum() = default;
+bool PendingSum::done() { return true; }
+void PendingSum::wait() {}
+PendingSum start_all_reduce_sum(float*, int64_t) { return {}; }
 void all_reduce_max(int64_t*, int64_t) {}
 void broadcast(void*, int64_t, int) {}
 std::vector<std::string> all_gather(const std::string& mine) { return {mine}; }

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include "tinyformer/distributed/process_group.hpp"
@@ -46,6 +47,10 @@ void init_process_group() {
     if (started) return;
     const Launch launch = launch_from_environment();
     if (launch.size <= 1) return;  // alone: no MPI at all
+    // The buckets' sums (start_all_reduce_sum) are Open MPI's libnbc iallreduce, whose own
+    // choice for two processes halves its speed across a network (docs/distributed.md):
+    // the ring, as NCCL and Gloo sum, unless the user chose (their variable is kept).
+    setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "ring", /*overwrite=*/0);
     int provided = 0;
     // Only the main thread calls MPI; the OpenMP threads never do (FUNNELED).
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
@@ -84,6 +89,49 @@ static void all_reduce(void* values, int64_t count, MPI_Datatype type, size_t el
 
 void all_reduce_sum(float* values, int64_t count) { all_reduce(values, count, MPI_FLOAT, sizeof(float), MPI_SUM); }
 void all_reduce_sum(double* values, int64_t count) { all_reduce(values, count, MPI_DOUBLE, sizeof(double), MPI_SUM); }
+struct PendingSum::Request {
+    MPI_Request request = MPI_REQUEST_NULL;
+};
+
+PendingSum::PendingSum() = default;
+PendingSum::PendingSum(PendingSum&& other) noexcept : request_(other.request_) { other.request_ = nullptr; }
+PendingSum& PendingSum::operator=(PendingSum&& other) noexcept {
+    if (this != &other) {
+        delete request_;  // as the destructor: left to MPI, not waited for
+        request_ = other.request_;
+        other.request_ = nullptr;
+    }
+    return *this;
+}
+PendingSum::~PendingSum() { delete request_; }
+
+bool PendingSum::done() {
+    if (!request_) return true;
+    int finished = 0;
+    MPI_Test(&request_->request, &finished, MPI_STATUS_IGNORE);
+    if (!finished) return false;
+    delete request_;
+    request_ = nullptr;
+    return true;
+}
+
+void PendingSum::wait() {
+    if (!request_) return;
+    MPI_Wait(&request_->request, MPI_STATUS_IGNORE);
+    delete request_;
+    request_ = nullptr;
+}
+
+PendingSum start_all_reduce_sum(float* values, int64_t count) {
+    PendingSum pending;
+    if (group_size == 1) return pending;
+    if (count > INT_MAX) throw std::invalid_argument("start_all_reduce_sum: more than INT_MAX elements at once");
+    pending.request_ = new PendingSum::Request;
+    MPI_Iallreduce(MPI_IN_PLACE, values, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                   &pending.request_->request);
+    return pending;
+}
+
 void all_reduce_max(int64_t* values, int64_t count) {
     all_reduce(values, count, MPI_INT64_T, sizeof(int64_t), MPI_MAX);
 }

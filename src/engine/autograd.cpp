@@ -3,6 +3,7 @@
 
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "tinyformer/engine/backend.hpp"
@@ -120,7 +121,9 @@ std::vector<std::string> recorded_ops(const Tensor& result) {
     return {names.begin(), names.end()};
 }
 
-void Tensor::backward(const Tensor& seed) const {
+void Tensor::backward(const Tensor& seed) const { backward(seed, BackwardWatch{}); }
+
+void Tensor::backward(const Tensor& seed, const BackwardWatch& watch) const {
     if (!requires_grad()) throw std::logic_error("backward() of a tensor that does not require grad");
     Tensor upstream = seed;
     if (!upstream.defined()) {
@@ -134,9 +137,28 @@ void Tensor::backward(const Tensor& seed) const {
     accumulate_grad(*this, upstream);
 
     std::vector<Tensor> order = topological_order(*this);
+
+    // For a watcher: how many nodes read each leaf. A leaf's gradient is final once the
+    // last of them has run.
+    std::unordered_map<const TensorImpl*, int> readers_left;
+    if (watch.leaves || watch.leaf_done) {
+        std::vector<Tensor> leaves;
+        for (const Tensor& out : order)
+            for (const Tensor& input : out.grad_fn()->inputs)
+                if (input.requires_grad() && !input.grad_fn() && readers_left[input.impl_.get()]++ == 0)
+                    leaves.push_back(input);
+        if (watch.leaves) watch.leaves(leaves);
+    }
+
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         Tensor& out = *it;
         if (out.grad().defined()) out.grad_fn()->backward(out.grad(), out);
+        if (watch.leaf_done)
+            for (const Tensor& input : out.grad_fn()->inputs) {
+                const auto readers = readers_left.find(input.impl_.get());
+                if (readers != readers_left.end() && --readers->second == 0) watch.leaf_done(input);
+            }
+        if (watch.after_node) watch.after_node();
         share_cores();  // a long step meets another process's load within it (threads.hpp)
         // Every consumer of `out` ran before it, so nothing needs its node or its gradient
         // any more. Dropping them now (and our handle on `out`) frees each activation and

@@ -50,15 +50,15 @@ Batch random_batch(int64_t B, int64_t T, int64_t V, Rng& rng) {
 // One training step exactly as the trainer takes it (train/step.hpp): forward, backward,
 // clipping, AdamW. With a profile, the step's own passes (loops of their own, not backend
 // kernels) are timed into it too.
-// Returns the seconds spent exchanging gradients (0 alone).
-double bench_step(Transformer& model, AdamW& adam, const Batch& batch, MatmulPrecision precision,
-                  Profile* profile = nullptr) {
-    return train_step(model, adam, batch, {.lr = 1e-3, .grad_clip = 1.0, .precision = precision, .profile = profile})
-        .exchange_seconds;
+StepOutcome bench_step(Transformer& model, AdamW& adam, const Batch& batch, const BenchOptions& options,
+                       Profile* profile = nullptr) {
+    const MatmulPrecision precision = options.precision == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::float32;
+    return train_step(model, adam, batch,
+                      {.lr = 1e-3, .grad_clip = 1.0, .precision = precision,
+                       .overlap_exchange = options.overlap_exchange, .profile = profile});
 }
 
 std::vector<double> measure_training(const BenchOptions& options, BenchResult& result) {
-    const MatmulPrecision precision = options.precision == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::float32;
     const int64_t B = options.batch_size, T = options.model.context;
     Transformer model(options.model, options.seed);
     AdamW adam(model.parameters(), OptimConfig{});
@@ -75,7 +75,7 @@ std::vector<double> measure_training(const BenchOptions& options, BenchResult& r
     // goes on while any of them wants more.
     const auto warmup_start = Clock::now();
     for (int64_t i = 0;; ++i) {
-        bench_step(model, adam, batches[step++ % batches.size()], precision);
+        bench_step(model, adam, batches[step++ % batches.size()], options);
         if (!any_process(i + 1 < options.warmup_steps || seconds_since(warmup_start) < 2.5 * kShareIntervalSeconds))
             break;
     }
@@ -88,7 +88,10 @@ std::vector<double> measure_training(const BenchOptions& options, BenchResult& r
     for (int64_t r = 0; r < options.repeats; ++r) {
         const auto start = Clock::now();
         for (int64_t i = 0; i < options.steps_per_repeat; ++i) {
-            exchange_seconds += bench_step(model, adam, batches[step++ % batches.size()], precision);
+            const StepOutcome outcome = bench_step(model, adam, batches[step++ % batches.size()], options);
+            exchange_seconds += outcome.exchange_seconds;
+            result.buckets = outcome.buckets;
+            result.buckets_started_in_backward = outcome.buckets_started_in_backward;
             result.running_threads_min = std::min(result.running_threads_min, running_threads());
             result.running_threads_max = std::max(result.running_threads_max, running_threads());
         }
@@ -104,7 +107,7 @@ std::vector<double> measure_training(const BenchOptions& options, BenchResult& r
         ProfileScope scope(result.profile);
         const auto start = Clock::now();
         for (int64_t i = 0; i < options.steps_per_repeat; ++i)
-            bench_step(model, adam, batches[step++ % batches.size()], precision, &result.profile);
+            bench_step(model, adam, batches[step++ % batches.size()], options, &result.profile);
         result.profile_seconds = seconds_since(start);
         result.profile_steps = options.steps_per_repeat;
     }
@@ -310,7 +313,9 @@ nlohmann::json bench_json(const RunConfig& config, const BenchOptions& options, 
         {"others_cpus", result.others_cpus < 0 ? nlohmann::json(nullptr) : nlohmann::json(result.others_cpus)},
         {"load_average_1min", result.load_average < 0 ? nlohmann::json(nullptr) : nlohmann::json(result.load_average)},
         {"busy_machine", result.busy_machine()},
-        {"processes", result.processes}, {"exchange_share", result.exchange_share}};
+        {"processes", result.processes}, {"exchange_share", result.exchange_share},
+        {"exchange", options.overlap_exchange ? "overlap" : "after"}, {"buckets", result.buckets},
+        {"buckets_started_in_backward", result.buckets_started_in_backward}};
     if (options.profile) out["profile"] = profile_json(result);
     return out;
 }
@@ -368,8 +373,10 @@ void print_bench_report(const RunConfig& config, const BenchOptions& options, co
                 thousands(result.train_median()).c_str(), (long long)options.repeats,
                 (long long)options.steps_per_repeat, thousands(*train_min).c_str(), thousands(*train_max).c_str());
     if (result.processes > 1)
-        std::printf("  processes %d (mpirun), %lld windows each; the gradient exchange took %.1f %% of a step\n",
-                    result.processes, (long long)(options.batch_size / result.processes), 100 * result.exchange_share);
+        std::printf("  processes %d (mpirun), %lld windows each; the gradient exchange took %.1f %% of a step\n"
+                    "  exchange %lld buckets, %lld of them started during the backward\n",
+                    result.processes, (long long)(options.batch_size / result.processes), 100 * result.exchange_share,
+                    (long long)result.buckets, (long long)result.buckets_started_in_backward);
     if (result.sample_chars_per_s.empty()) {  // several processes: sampling is one process's work
         print_training_figures(options, result);
         return;
@@ -403,6 +410,7 @@ void print_bench(const BenchRequest& request) {
         options.batch_size = config.train.batch_size;
         options.seed = static_cast<uint64_t>(config.train.seed);
         options.precision = config.train.precision;
+        options.overlap_exchange = overlap_exchange(config.train.exchange);
         if (options.repeats < 1 || options.steps_per_repeat < 1 || options.sample_chars < 1 || options.sample_threads < 1)
             throw InputError("bench: --repeats, --steps, --sample-chars and --sample-threads must be at least 1");
         this_process_share(std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(0, options.batch_size))));

@@ -184,6 +184,8 @@ StagedFile stage_model(const std::string& path, const Transformer& model, const 
     // train.precision came after this format: a float32 run's checkpoint leaves it out (a reader
     // takes "float32" then), so its bytes are the same as before bf16 existed; a bf16 run's says so.
     if (resolved.train.precision == "float32") config_json["train"].erase("precision");
+    // train.exchange changes how, not what, the processes sum: the checkpoint names it only when set.
+    if (resolved.train.exchange == "auto") config_json["train"].erase("exchange");
     const std::map<std::string, std::string> metadata = {
         {"format", checkpoint_format},
         {"config", config_json.dump()},

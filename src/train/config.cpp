@@ -93,6 +93,10 @@ void for_each_key(Config& c, Visit&& visit) {
               "matrix products: \"float32\", or \"bf16\" (bfloat16 inputs, float32 sums and weights; "
               "a CPU with AVX512-BF16 or AMX)"},
           c.train.precision);
+    visit(Key{"train", "exchange",
+              "under mpirun, the gradients' sum: \"overlap\" (during the backward), \"after\" (after it), or "
+              "\"auto\" (overlap across machines, after on one)"},
+          c.train.exchange);
 
     visit(Key{"optim", "lr", "peak learning rate, after warm-up"}, c.optim.lr);
     visit(Key{"optim", "min_lr", "learning rate at the end of the cosine decay"}, c.optim.min_lr);
@@ -364,6 +368,8 @@ void validate_values(const RunConfig& c, const Locate& at) {
     at_least("train.threads", t.threads, 0);
     check(t.precision == "float32" || t.precision == "bf16", "train.precision", quote(t.precision),
           "\"float32\" or \"bf16\"");
+    check(t.exchange == "auto" || t.exchange == "overlap" || t.exchange == "after", "train.exchange",
+          quote(t.exchange), "\"auto\", \"overlap\" or \"after\"");
 
     const OptimConfig& o = c.optim;
     check(o.lr > 0, "optim.lr", number(o.lr), "a number > 0");

@@ -468,7 +468,9 @@ void TrainingRun::train_loop(MatmulPrecision precision, const Clock::time_point&
         // Every process draws the whole batch and builds its own share of it (alone: all of it).
         const Batch share = windows_at(data.corpus.train, this_process_share(batch_draws.next(data.corpus.train, B, T)), T);
         const StepOutcome outcome =
-            train_step(model, adam, share, {.lr = lr, .grad_clip = config.optim.grad_clip, .precision = precision});
+            train_step(model, adam, share,
+                       {.lr = lr, .grad_clip = config.optim.grad_clip, .precision = precision,
+                        .overlap_exchange = overlap_exchange(config.train.exchange)});
         if (!outcome.updated)  // the same loss on every process: they all stop here
             throw GroupFailure(1, "training loss is " + std::to_string(outcome.loss) + " at step " +
                                       std::to_string(step + 1) + "; stopped, " + kept_checkpoint() +
@@ -618,7 +620,10 @@ nlohmann::json train(const TrainOptions& options) {
     spdlog::info("{} {}: {} parameters, vocabulary {}, {} training / {} validation characters, backend {}{}",
                  options.resume ? "resuming" : "training", config.name, run->model.parameters().count(),
                  data.corpus.vocab.size(), data.corpus.train.size(), data.corpus.val.size(), backend().name(),
-                 world_size() == 1 ? "" : ", " + std::to_string(world_size()) + " processes");
+                 world_size() == 1 ? ""
+                                   : ", " + std::to_string(world_size()) + " processes (gradients summed " +
+                                         (overlap_exchange(config.train.exchange) ? "during" : "after") +
+                                         " the backward)");
     if (options.resume) spdlog::info("resumed at step {}/{}", run->step, config.train.steps);
     run->train_loop(precision, started);
 

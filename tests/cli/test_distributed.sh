@@ -71,6 +71,35 @@ result=$(weights "$scratch/two" "$scratch/tcp")
 echo "shared memory against TCP: $result"
 [[ $result == *"identical true"* ]] && pass "over TCP (btl tcp,self): the same bits" || fail "over TCP: $result"
 
+# ---- the sum during the backward (train.exchange = "overlap"; "auto" chooses it across machines) ----
+# A model wide enough for several buckets. Each bucket's sum started while the backward still
+# runs must be the sum after it: at 2 processes a + b is b + a, so the bits are the same. A
+# bucket started before its last gradient arrived would differ.
+wide=(--set model.d_model=128 --set model.n_layers=4 --set train.steps=30 --set train.eval_every=0)
+"${mpi[@]}" --mca btl tcp,self "$tf" train --config "$scratch/tiny.toml" "${wide[@]}" --set train.exchange=after \
+  --out "$scratch/wide-after" >/dev/null 2>"$scratch/wide-after.err" || fail "exchange after: $(tail -2 "$scratch/wide-after.err")"
+"${mpi[@]}" --mca btl tcp,self "$tf" train --config "$scratch/tiny.toml" "${wide[@]}" --set train.exchange=overlap \
+  --out "$scratch/wide-overlap" >/dev/null 2>"$scratch/wide-overlap.err" || fail "exchange overlap: $(tail -2 "$scratch/wide-overlap.err")"
+result=$(weights "$scratch/wide-after" "$scratch/wide-overlap")
+echo "summed after against during the backward, over TCP: $result"
+[[ $result == *"identical true"* ]] && pass "summed during the backward: the same bits as after it" || fail "overlap against after: $result"
+grep -q "2 processes (gradients summed during the backward)" "$scratch/wide-overlap.err" && pass "the log says when it sums" \
+  || fail "no 'summed during the backward' in: $(head -3 "$scratch/wide-overlap.err")"
+grep -q "2 processes (gradients summed after the backward)" "$scratch/two.err" \
+  && pass "auto on one machine: after the backward" || fail "auto on one machine: $(grep processes "$scratch/two.err")"
+out=$(timeout 120 "${mpi[@]}" "$tf" bench --config "$scratch/tiny.toml" "${wide[@]}" --set train.exchange=overlap --json \
+  --steps 2 --repeats 1 --sample-chars 8 2>&1)
+buckets=$(grep -o '"buckets":[0-9]*' <<<"$out" | cut -d: -f2) started=$(grep -o '"buckets_started_in_backward":[0-9]*' <<<"$out" | cut -d: -f2)
+[[ ${buckets:-0} -ge 4 && ${started:-0} -eq $buckets ]] \
+  && pass "bench: all $buckets buckets started during the backward" || fail "bench overlap: buckets ${buckets:-?}, started ${started:-?}"
+out=$(timeout 120 "${mpi[@]}" "$tf" bench --config "$scratch/tiny.toml" "${wide[@]}" --set train.exchange=after --json \
+  --steps 2 --repeats 1 --sample-chars 8 2>&1)
+[[ $(grep -o '"buckets_started_in_backward":[0-9]*' <<<"$out") == '"buckets_started_in_backward":0' ]] \
+  && pass "bench after the backward: none started during it" || fail "bench after: $(tail -c 300 <<<"$out")"
+expect_exit 2 "train.exchange = \"sometimes\"" -- "$tf" train --config "$scratch/tiny.toml" --set train.exchange=sometimes \
+  --out "$scratch/bad-exchange"
+expect_in "$err" 'train.exchange' "it names the key"
+
 # A broken exchange must show: a run that compares against a 1-process run with other
 # settings (a different seed) must fail the same check.
 "$tf" train --config "$scratch/tiny.toml" --set train.seed=7 --out "$scratch/other-seed" >/dev/null 2>&1

@@ -11,6 +11,8 @@
 //                               binary has no MPI, rather than run N copies writing one directory.
 //   rank(), world_size()        this process's place
 //   all_reduce_sum(x, n)        every process ends with the element-wise sum over all of them
+//   start_all_reduce_sum(x, n)  the same, begun now and finished by wait() (MPI_Iallreduce):
+//                               the caller computes meanwhile (train/step.cpp's buckets)
 //   ...
 //   finish_process_group();     once, at the end (MPI_Finalize), on every process's way out;
 //   abort_process_group(code);  or instead, when this process fails alone: every process stops.
@@ -49,6 +51,31 @@ int world_size();
 bool is_writer();  // rank 0: the one process that writes files and prints the log
 
 void all_reduce_sum(float* values, int64_t count);
+
+// An all_reduce_sum in flight. Until done() or wait() says it has finished, `values` belongs
+// to the exchange: neither read nor written. MPI moves it on only inside MPI calls, so a
+// caller that computes meanwhile calls done() now and then (between backward nodes).
+class PendingSum {
+public:
+    PendingSum();
+    PendingSum(PendingSum&&) noexcept;
+    PendingSum& operator=(PendingSum&&) noexcept;
+    // Does not wait: one not waited for is on the way to abort_process_group (an exception
+    // mid-step), where waiting could hang on a process that has stopped. So `values` must
+    // outlive MPI (the gradient arena does: it lives as long as the model).
+    ~PendingSum();
+    bool done();    // moves it on; true once the sum is in place
+    void wait();
+
+    struct Request;  // MPI's request, in the .cpp (no <mpi.h> here)
+
+private:
+    friend PendingSum start_all_reduce_sum(float* values, int64_t count);
+    Request* request_ = nullptr;
+};
+// At most INT_MAX elements (one MPI call). Every process must start the same sums in the same
+// order, as for every exchange.
+PendingSum start_all_reduce_sum(float* values, int64_t count);
 void all_reduce_sum(double* values, int64_t count);
 void all_reduce_max(int64_t* values, int64_t count);
 void broadcast(void* bytes, int64_t count, int root = 0);

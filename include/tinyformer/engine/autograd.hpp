@@ -25,6 +25,19 @@ struct Node {
     BackwardFn backward;
 };
 
+// What a caller may follow while a backward runs: train/step.cpp sends each bucket of
+// parameter gradients to the other processes as soon as the backward has finished it, and
+// the backward goes on meanwhile (DDP's overlap). Each function may be empty.
+struct BackwardWatch {
+    // Once, before the first node runs: every leaf the graph reads (a parameter, or a view
+    // of parameters), each once.
+    std::function<void(const std::vector<Tensor>& leaves)> leaves;
+    // When the last node that reads `leaf` has run: its gradient will not change again.
+    std::function<void(const Tensor& leaf)> leaf_done;
+    // After every node: a moment to move exchanges on.
+    std::function<void()> after_node;
+};
+
 // Is grad mode on? Off inside a NoGradScope, where ops record nothing.
 bool grad_enabled();
 

@@ -47,6 +47,7 @@ private:
 };
 
 struct Node;  // autograd.hpp
+struct BackwardWatch;  // autograd.hpp
 struct TensorImpl;
 
 class Tensor {
@@ -95,6 +96,8 @@ public:
     // Reverse-mode differentiation from this tensor. A scalar is seeded with 1; any other
     // tensor needs the upstream gradient `seed` of its own shape.
     void backward(const Tensor& seed = Tensor()) const;
+    // The same, telling `watch` as it goes which leaves' gradients are final (autograd.hpp).
+    void backward(const Tensor& seed, const BackwardWatch& watch) const;
 
     bool same_as(const Tensor& other) const { return impl_ == other.impl_; }
     const std::shared_ptr<Storage>& storage() const;

@@ -25,6 +25,7 @@ struct BenchOptions {
     uint64_t seed = 1337;
     bool profile = false;         // after the timed steps, time every kernel of steps_per_repeat more
     std::string precision = "float32";  // train.precision: the training steps' and the GEMM peak's products
+    bool overlap_exchange = false;      // train.exchange, resolved (train/step.hpp)
 };
 
 struct GemmMeasurement {
@@ -55,6 +56,7 @@ struct BenchResult {
     // in the gradient exchange (waiting for the others included). Alone: 1 and 0.
     int processes = 1;
     double exchange_share = 0;
+    int64_t buckets = 0, buckets_started_in_backward = 0;  // of a step's gradient sum (train/step.hpp)
 
     double train_median() const;
     double sample_median() const;

@@ -25,6 +25,7 @@ struct TrainConfig {
     int64_t eval_batches = 0;     // > 0: each evaluation scores this many batches of random validation windows
     std::string final_eval = "full"; // the end's val_loss: "full" validation text, or "sampled" as the evaluations
     std::string precision = "float32"; // the training step's matrix products: "float32" or "bf16" (mixed_precision.hpp)
+    std::string exchange = "auto";     // under mpirun, when gradients are summed: "auto", "overlap", "after" (step.hpp)
 };
 
 struct OptimConfig {
