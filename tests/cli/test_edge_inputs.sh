@@ -160,6 +160,7 @@ keys=(
   "train.rng|7|a string|\"numpy\"|\"tinyformer\" or \"torch\""
   "train.threads|1e3|an integer|-1|an integer >= 0"
   "train.precision|16|a string|\"fp16\"|\"float32\" or \"bf16\""
+  "train.exchange|2|a string|\"sometimes\"|\"auto\", \"overlap\" or \"after\""
   "optim.lr|\"fast\"|a finite number|0|a number > 0"
   "optim.min_lr|nan|a finite number|1.0|a number in [0, optim.lr"
   "optim.warmup_steps|1.5|an integer|-1|an integer >= 0"
