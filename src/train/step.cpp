@@ -40,7 +40,11 @@ constexpr int64_t kBucketFloatsOverlapMin = int64_t{1} << 17, kBucketFloatsOverl
 
 int64_t bucket_floats(int64_t arena_floats, bool overlap) {
     if (!overlap) return kBucketFloatsAfter;
-    return std::clamp(arena_floats / 8, kBucketFloatsOverlapMin, kBucketFloatsOverlapMax);
+    // Equal buckets, none a small remainder (a sum of fewer elements than processes is a
+    // corner of MPI's algorithms best not visited).
+    const int64_t target = std::clamp(arena_floats / 8, kBucketFloatsOverlapMin, kBucketFloatsOverlapMax);
+    const int64_t buckets = std::max<int64_t>(1, (arena_floats + target - 1) / target);
+    return (arena_floats + buckets - 1) / buckets;
 }
 
 class BucketExchange {
