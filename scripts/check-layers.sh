@@ -6,7 +6,8 @@
 # The layers are the folders src/<layer>/ and include/tinyformer/<layer>/, and which layer
 # sits on which is read from CMakeLists.txt's `tinyformer_layer(NAME BELOW lower...)` calls:
 # the build graph is the one place it is written. A file may include its own layer's headers
-# and those of every layer below its own (below the ones below, too); src/cli/ may include
+# and those of every layer below its own (below the ones below, too); src/cli/ and src/python/
+# (the two front ends: the executable and the Python module) may include
 # any. Anything else is printed as
 #   src/engine/tensor.cpp:7: includes tinyformer/train/config.hpp, but engine may use only support
 # and the script exits 1. So does an include of "tinyformer/<name>.hpp" outside any layer's
@@ -57,7 +58,7 @@ awk -v layers="$layers" -v folders="$folders" '
       path = entries[i]; if (path == "") continue
       name = path; sub(/^(src|include\/tinyformer)\//, "", name)
       if (name ~ /\./) { print path ": a file outside any layer'"'"'s folder"; bad = 1; continue }
-      if (!(name in known) && !(path == "src/cli")) { print path ": a folder that is no layer of CMakeLists.txt (tinyformer_layer)"; bad = 1 }
+      if (!(name in known) && !(path == "src/cli" || path == "src/python")) { print path ": a folder that is no layer of CMakeLists.txt (tinyformer_layer)"; bad = 1 }
     }
   }
   {
@@ -74,7 +75,7 @@ awk -v layers="$layers" -v folders="$folders" '
     if (target !~ /\//) { print where ", which names no layer (tinyformer/<layer>/<name>.hpp)"; bad = 1; next }
     sub(/\/.*/, "", target)
     if (!(target in known)) { print where ", but " target " is no layer of CMakeLists.txt"; bad = 1; next }
-    if (own == "cli" || own == target || (own SUBSEP target) in reach) next
+    if (own == "cli" || own == "python" || own == target || (own SUBSEP target) in reach) next
     print where ", but " own " may use only " allowed_list(own); bad = 1
   }
   END { exit bad }

@@ -11,10 +11,11 @@ set -euo pipefail
 # The same names on both releases: Catch2 is v2 on Debian 12 and v3 on 13, oneDNN 2.6 and
 # 3.7, Highway 1.0 and 1.2; the build takes either (tests/catch.hpp,
 # src/engine/backends/onednn_compat.hpp, src/engine/kernel_targets.cpp). Open MPI (4.1 and
-# 5.0) for `mpirun -np N tinyformer train` (docs/distributed.md).
+# 5.0) for `mpirun -np N tinyformer train` (docs/distributed.md). pybind11 and numpy for
+# `import tinyformer` (docs/python.md), pytest for its tests.
 packages=(cmake make g++ libdnnl-dev libhwy-dev libeigen3-dev libspdlog-dev libcli11-dev catch2
           libtomlplusplus-dev nlohmann-json3-dev libcpp-httplib-dev pkgconf libxml2-utils curl help2man
-          libopenmpi-dev openmpi-bin iproute2)
+          libopenmpi-dev openmpi-bin iproute2 pybind11-dev python3-dev python3-numpy python3-pytest)
 fuzz=false
 for option in "$@"; do
   case "$option" in

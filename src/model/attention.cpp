@@ -100,7 +100,7 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
     Tensor output = options.residual.defined() ? residual_linear(options.residual, used, out_proj)
                                                : linear(used, out_proj);
     Tensor heads = options.keep_heads ? split_heads(merged, n_heads_) : Tensor();              // [B,H,Tq,d]
-    return {output, attended.weights, heads};
+    return {output, attended.weights, heads, options.keep_heads ? used : Tensor()};
 }
 
 }  // namespace tinyformer

@@ -153,6 +153,29 @@ Transformer::Transformer(const ModelConfig& config, uint64_t seed, DType dtype) 
     lm_head = params_.get("lm_head.weight");
 }
 
+// The attention hook points of one block, from its input h [B,T,D] and what the attention
+// computed. q, k and v are cut from the same fused product the attention takes them from
+// (h·qkv_projᵀ), their heads split, q and k rotated as the attention rotates them; the
+// pattern and each head's output are the attention's own; attn_out is the projection of the
+// heads (after any ablation) that the stream received.
+static void record_attention(const MultiHeadAttention& attention, const Tensor& h, const AttentionResult& result,
+                             const AttentionOptions& options, const std::string& at,
+                             std::map<std::string, Tensor>& activations) {
+    const int64_t B = h.dim(0), T = h.dim(1), D = h.dim(2), H = attention.n_heads();
+    const Tensor qkv = linear(h, attention.qkv_proj);                           // [B,T,3D]
+    const Tensor parts = transpose(reshape(qkv, {B * T, 3, D}), 0, 1);         // [3,B·T,D]
+    const char* names[] = {"q", "k", "v"};
+    for (int64_t part = 0; part < 3; ++part) {
+        const Tensor heads = split_heads(reshape(select(parts, part), {B, T, D}), H);  // [B,H,T,d]
+        activations[at + "attn.hook_" + names[part]] = heads;
+        if (part < 2 && options.rope) activations[at + "attn.hook_rot_" + names[part]] = rope(heads, options.rope_start);
+    }
+    activations[at + "attn.hook_pattern"] = result.weights;                    // [B,H,T,T]
+    activations[at + "attn.hook_z"] = result.heads;                            // [B,H,T,d]
+    // What the heads wrote into the stream: out_proj of their merged outputs, ablation included.
+    activations[at + "hook_attn_out"] = linear(result.merged, attention.out_proj);  // [B,T,D]
+}
+
 Tensor Transformer::forward(const Tensor& ids, std::vector<Tensor>* attention_maps) const {
     return forward(ids, ForwardHooks{.attention_maps = attention_maps});
 }
@@ -174,17 +197,27 @@ Tensor Transformer::final_hidden(const Tensor& ids, const ForwardHooks& hooks) c
                          std::to_string(config_.context) + " (the context)");
     const bool use_rope = config_.positions == "rope";
 
+    // The hook points (ForwardHooks::activations): each value stored under its name.
+    auto record = [&](const std::string& name, const Tensor& value) {
+        if (hooks.activations) (*hooks.activations)[name] = value;
+    };
     Tensor x = embedding(tok_emb, ids);  // [B,T,D]
+    record("hook_embed", x);
     if (!use_rope) {                     // learned absolute positions: row t of pos_emb
         std::vector<int32_t> positions(T);
         for (int64_t t = 0; t < T; ++t) positions[t] = static_cast<int32_t>(t);
-        x = add(x, embedding(pos_emb, Tensor::ids(positions, {T})));  // [B,T,D] + [T,D]
+        const Tensor position_embedding = embedding(pos_emb, Tensor::ids(positions, {T}));  // [T,D]
+        record("hook_pos_embed", position_embedding);
+        x = add(x, position_embedding);  // [B,T,D] + [T,D]
     }
     for (size_t i = 0; i < blocks_.size(); ++i) {
         const Block& block = blocks_[i];
+        const std::string at = "blocks." + std::to_string(i) + ".";
+        record(at + "hook_resid_pre", x);
         Tensor h = layer_norm(x, block.ln1_weight, block.ln1_bias);                     // [B,T,D]
-        AttentionOptions options{
-            .causal = true, .rope = use_rope, .keep_heads = hooks.head_outputs != nullptr, .residual = x};
+        record(at + "ln1.hook_normalized", h);
+        const bool keep_heads = hooks.head_outputs != nullptr || hooks.activations != nullptr;
+        AttentionOptions options{.causal = true, .rope = use_rope, .keep_heads = keep_heads, .residual = x};
         if (hooks.ablate_layer == static_cast<int64_t>(i)) {
             options.ablate_head = hooks.ablate_head;
             options.ablate_with = hooks.ablate_with;
@@ -192,12 +225,22 @@ Tensor Transformer::final_hidden(const Tensor& ids, const ForwardHooks& hooks) c
         AttentionResult attn = block.attn.forward(h, h, h, options);
         if (hooks.attention_maps) hooks.attention_maps->push_back(attn.weights);        // [B,H,T,T]
         if (hooks.head_outputs) hooks.head_outputs->push_back(attn.heads);              // [B,H,T,d]
+        if (hooks.activations) record_attention(block.attn, h, attn, options, at, *hooks.activations);
+        record(at + "hook_resid_mid", attn.output);
         x = attn.output;                                                                // x + attention(h)
         h = layer_norm(x, block.ln2_weight, block.ln2_bias);                            // [B,T,D]
-        Tensor hidden = gelu(linear(h, block.fc1_weight, block.fc1_bias));              // [B,T,4D]
+        record(at + "ln2.hook_normalized", h);
+        const Tensor pre = linear(h, block.fc1_weight, block.fc1_bias);                 // [B,T,4D]
+        Tensor hidden = gelu(pre);                                                      // [B,T,4D]
+        record(at + "mlp.hook_pre", pre);
+        record(at + "mlp.hook_post", hidden);
+        if (hooks.activations) record(at + "hook_mlp_out", linear(hidden, block.fc2_weight, block.fc2_bias));
         x = residual_linear(x, hidden, block.fc2_weight, block.fc2_bias);               // x + fc2(hidden)
+        record(at + "hook_resid_post", x);
     }
-    return layer_norm(x, ln_f_weight, ln_f_bias);  // [B,T,D]
+    const Tensor normalized = layer_norm(x, ln_f_weight, ln_f_bias);  // [B,T,D]
+    record("ln_final.hook_normalized", normalized);
+    return normalized;
 }
 
 }  // namespace tinyformer

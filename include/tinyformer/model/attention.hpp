@@ -16,6 +16,7 @@ struct AttentionResult {
     Tensor output;   // [B,Tq,D] (+ AttentionOptions::residual)
     Tensor weights;  // [B,H,Tq,Tk]: how much each query position reads each key position, per head
     Tensor heads;    // [B,H,Tq,d]: each head's output, weights v, before any ablation (with keep_heads)
+    Tensor merged;   // [B,Tq,D]: the heads side by side as out_proj read them, ablation applied (with keep_heads)
 };
 
 struct AttentionOptions {

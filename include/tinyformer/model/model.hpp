@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,16 @@ struct ForwardHooks {
     int64_t ablate_layer = -1;                      // in this layer (-1: none) ...
     int64_t ablate_head = -1;                       // ... this head's output is replaced by
     Tensor ablate_with{};                           // this [d] at every position (zeros if empty)
+    // Every hook point's value by its TransformerLens name, as this forward computed it
+    // (docs/python.md lists them): hook_embed [B,T,D], and per block "blocks.{l}." +
+    // hook_resid_pre, ln1.hook_normalized, attn.hook_q / hook_k (before rotary positions),
+    // attn.hook_rot_q / hook_rot_k (after), attn.hook_v [B,H,T,d], attn.hook_pattern
+    // [B,H,T,T], attn.hook_z [B,H,T,d], hook_attn_out, hook_resid_mid, ln2.hook_normalized
+    // [B,T,D], mlp.hook_pre, mlp.hook_post [B,T,4D], hook_mlp_out, hook_resid_post [B,T,D];
+    // then ln_final.hook_normalized [B,T,D]. The residual stream is the forward's own; the
+    // branch outputs (attn_out, mlp_out) and q, k, v are computed beside it from the same
+    // inputs, as the fused ops that the stream goes through compute them.
+    std::map<std::string, Tensor>* activations = nullptr;
 };
 
 // The contract's parameter names and shapes, in a fixed order.

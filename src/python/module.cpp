@@ -1,0 +1,236 @@
+// `import tinyformer`: the trained model, its activations by hook name, and the head
+// experiments, as numpy arrays (docs/python.md). A thin layer over the libraries the CLI
+// uses: every number here is computed by the same code as `tinyformer inspect`, `eval`
+// and `sample`.
+//
+//   m = tinyformer.load("runs/lesson12")            # a run directory or a .safetensors
+//   logits, cache = m.run_with_cache("小丁拿着红色的苹果。")
+//   cache["blocks.1.attn.hook_pattern"]             # [H, T, T], TransformerLens's name
+//
+// Errors become Python's: a missing path FileNotFoundError; a bad input (a character
+// outside the vocabulary, a text longer than the context, a hostile checkpoint) ValueError
+// with the CLI's one-line message; anything else RuntimeError.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/engine/backend.hpp"
+#include "tinyformer/engine/threads.hpp"
+#include "tinyformer/engine/ops.hpp"
+#include "tinyformer/support/errors.hpp"
+#include "tinyformer/support/utf8.hpp"
+#include "tinyformer/train/checkpoint.hpp"
+#include "tinyformer/train/config.hpp"
+
+namespace py = pybind11;
+
+namespace tinyformer {
+namespace {
+
+// The engine is one per process: its backend, its thread count and its buffer pool. Python
+// threads take turns in it (each call releases the GIL first, then waits here), so that a
+// threaded caller gets the numbers a single thread gets.
+std::mutex engine_mutex;
+
+// A loaded checkpoint, shared with every numpy array that views its weights (their base),
+// so that an array outlives neither the model nor its memory.
+struct Model {
+    LoadedModel loaded;
+
+    const Transformer& transformer() const { return *loaded.model; }
+    const ModelConfig& config() const { return loaded.model->config(); }
+
+    // The text's ids; ValueError (through InputError) naming the character and its index.
+    std::vector<int32_t> encode(const std::string& text) const {
+        return loaded.vocab.encode(decode_utf8(text, "text"), "text");
+    }
+
+    // ids of a text the model can read in one pass: 1..context characters.
+    Tensor ids_of(const std::string& text) const {
+        const std::vector<int32_t> ids = encode(text);
+        const int64_t T = static_cast<int64_t>(ids.size());
+        if (T < 1 || T > config().context)
+            throw InputError("text: " + std::to_string(T) + " characters, expected 1 to " +
+                             std::to_string(config().context) + " (the model's context)");
+        return Tensor::ids(ids, {1, T});
+    }
+};
+
+// A float32 copy of `tensor` as a numpy array of `shape` (row-major), after permuting its axes
+// by `axes` (numpy's transpose order); the batch axis of [1,...] tensors is dropped first.
+py::array_t<float> to_numpy(const Tensor& tensor, std::vector<int64_t> axes = {}) {
+    const Tensor values = tensor.dtype() == DType::f32 ? tensor : tensor.to(DType::f32);
+    std::vector<py::ssize_t> shape(values.shape().begin(), values.shape().end());
+    if (!shape.empty() && shape.front() == 1 && values.rank() > 1) shape.erase(shape.begin());  // the batch of one
+    py::array_t<float> array(shape);
+    std::memcpy(array.mutable_data(), values.data<float>(), sizeof(float) * static_cast<size_t>(values.numel()));
+    if (axes.empty()) return array;
+    return py::array_t<float>(array.attr("transpose")(py::cast(axes)).attr("copy")());
+}
+
+// TransformerLens's layout for each hook point, without the batch axis: q, k, v and z are
+// [pos, head, d_head] there; our tensors are [head, pos, d_head].
+py::dict activations_to_numpy(const std::map<std::string, Tensor>& activations) {
+    py::dict cache;
+    for (const auto& [name, value] : activations) {
+        const bool per_head_rows = name.ends_with("hook_q") || name.ends_with("hook_k") || name.ends_with("hook_v") ||
+                                   name.ends_with("hook_rot_q") || name.ends_with("hook_rot_k") ||
+                                   name.ends_with("hook_z");
+        cache[py::str(name)] = per_head_rows ? to_numpy(value, {1, 0, 2}) : to_numpy(value);
+    }
+    return cache;
+}
+
+py::object config_dict(const RunConfig& config) {
+    return py::module_::import("json").attr("loads")(config_to_json(config).dump());
+}
+
+std::shared_ptr<Model> load(const std::string& path) {
+    if (!std::filesystem::exists(path)) {
+        PyErr_SetObject(PyExc_FileNotFoundError, py::make_tuple(ENOENT, "No such file or directory", path).ptr());
+        throw py::error_already_set();
+    }
+    auto model = std::make_shared<Model>();
+    model->loaded = load_model(path);
+    return model;
+}
+
+}  // namespace
+}  // namespace tinyformer
+
+using tinyformer::Model;
+
+PYBIND11_MODULE(tinyformer, module) {
+    using namespace tinyformer;
+    module.doc() = "tinyformer: a trained character model, its attention and the head experiments, as numpy arrays";
+
+    // InputError: what the CLI exits 2 for (a bad path's contents, a bad character, a bad
+    // key) is the caller's mistake: ValueError, with the same one line.
+    py::register_exception_translator([](std::exception_ptr thrown) {
+        try {
+            if (thrown) std::rethrow_exception(thrown);
+        } catch (const InputError& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const ShapeError& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        }
+    });
+
+    py::class_<Model, std::shared_ptr<Model>>(module, "Model",
+                                             "A trained model, loaded with tinyformer.load(path).")
+        .def_property_readonly(
+            "config", [](const Model& m) { return config_dict(m.loaded.config); },
+            "The run's configuration, as config.toml's sections: {'model': {...}, 'train': {...}, ...}.")
+        .def_property_readonly(
+            "vocab",
+            [](const Model& m) {
+                std::vector<std::string> chars;
+                for (char32_t c : m.loaded.vocab.chars()) chars.push_back(encode_utf8(c));
+                return chars;
+            },
+            "The characters, in id order.")
+        .def_property_readonly("step", [](const Model& m) { return m.loaded.step; },
+                               "The optimizer step the weights belong to.")
+        .def_property_readonly("path", [](const Model& m) { return m.loaded.path; },
+                               "The .safetensors file that was read.")
+        .def("encode", &Model::encode, py::arg("text"),
+             "The ids of text's characters; ValueError names a character outside the vocabulary.")
+        .def(
+            "decode",
+            [](const Model& m, const std::vector<int32_t>& ids) {
+                for (size_t i = 0; i < ids.size(); ++i)
+                    if (ids[i] < 0 || ids[i] >= m.loaded.vocab.size())
+                        throw InputError("ids[" + std::to_string(i) + "] = " + std::to_string(ids[i]) +
+                                         ": expected an id in 0.." + std::to_string(m.loaded.vocab.size() - 1));
+                return encode_utf8(m.loaded.vocab.decode(ids));
+            },
+            py::arg("ids"), "The text of a list of ids.")
+        .def(
+            "weights",
+            [](const std::shared_ptr<Model>& m) {
+                // Views of the model's own float32 parameters, read-only: no copy; each array
+                // keeps the model alive.
+                py::dict weights;
+                py::object owner = py::cast(m);
+                for (const auto& [name, value] : m->transformer().parameters().named()) {
+                    std::vector<py::ssize_t> shape(value.shape().begin(), value.shape().end());
+                    py::array_t<float> view(shape, value.data<float>(), owner);
+                    py::detail::array_proxy(view.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+                    weights[py::str(name)] = view;
+                }
+                return weights;
+            },
+            "Every parameter by its checkpoint name, as read-only float32 numpy arrays (views, no copy).")
+        .def(
+            "run_with_cache",
+            [](const Model& m, const std::string& text) {
+                const Tensor ids = m.ids_of(text);
+                std::map<std::string, Tensor> activations;
+                Tensor logits;
+                {
+                    py::gil_scoped_release released;
+                    const std::lock_guard<std::mutex> engine(engine_mutex);
+                    NoGradScope no_grad;
+                    logits = m.transformer().forward(ids, ForwardHooks{.activations = &activations});  // [1,T,V]
+                }
+                return py::make_tuple(to_numpy(logits), activations_to_numpy(activations));
+            },
+            py::arg("text"),
+            "logits [T, V] and a dict of every activation by TransformerLens's hook name (docs/python.md): "
+            "'blocks.0.attn.hook_pattern' is layer 0's attention [H, T, T].")
+        .def(
+            "loss",
+            [](const Model& m, const std::string& text) {
+                const std::vector<int32_t> all = m.encode(text);
+                const int64_t T = static_cast<int64_t>(all.size()) - 1;
+                if (T < 1 || T > m.config().context)
+                    throw InputError("text: " + std::to_string(all.size()) + " characters, expected 2 to " +
+                                     std::to_string(m.config().context + 1) + " (the context, plus the last target)");
+                const std::vector<int32_t> inputs(all.begin(), all.end() - 1), targets(all.begin() + 1, all.end());
+                py::gil_scoped_release released;
+                const std::lock_guard<std::mutex> engine(engine_mutex);
+                NoGradScope no_grad;
+                return m.transformer().loss(Tensor::ids(inputs, {1, T}), Tensor::ids(targets, {1, T})).item();
+            },
+            py::arg("text"),
+            "The mean cross-entropy (nats) of predicting each character of text from the ones before it.")
+        .def("__repr__", [](const Model& m) {
+            const ModelConfig& c = m.config();
+            return "<tinyformer.Model " + m.loaded.path + ": D=" + std::to_string(c.d_model) +
+                   " H=" + std::to_string(c.n_heads) + " L=" + std::to_string(c.n_layers) +
+                   " T=" + std::to_string(c.context) + " V=" + std::to_string(c.vocab_size) +
+                   ", step " + std::to_string(m.loaded.step) + ">";
+        });
+
+    // As the CLI starts: oneDNN's kernels, on the CPUs this process may use.
+    set_backend(make_onednn_backend());
+    set_num_threads(0);
+    module.def(
+        "set_engine",
+        [](const std::string& backend_name, int threads) {
+            py::gil_scoped_release released;
+            const std::lock_guard<std::mutex> engine(engine_mutex);
+            if (backend_name == "onednn") set_backend(make_onednn_backend());
+            else if (backend_name == "reference") set_backend(make_reference_backend());
+            else throw InputError("backend: \"" + backend_name + "\", expected \"onednn\" or \"reference\"");
+            if (threads < 0) throw InputError("threads: " + std::to_string(threads) + ", expected 0 (the CPUs) or more");
+            set_num_threads(threads);
+        },
+        py::arg("backend") = "onednn", py::arg("threads") = 0,
+        "The CLI's --backend and --threads: \"onednn\" (fast, the default) or \"reference\" (Eigen, for "
+        "checking), on `threads` threads (0: the CPUs this process may use).");
+    module.def("load", &load, py::arg("path"),
+               "Loads a trained model: a run directory (its model.safetensors) or a .safetensors file. "
+               "FileNotFoundError if it is missing; ValueError naming the file if it is not a tinyformer "
+               "checkpoint.");
+}

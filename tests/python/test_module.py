@@ -1,0 +1,184 @@
+"""`import tinyformer` against the CLI: the same numbers from the same checkpoint.
+
+Run by ctest (python.module) with PYTHONPATH at the built module and TINYFORMER at the
+executable; a short lesson run (60 steps) is the model every test reads.
+"""
+import math
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tinyformer
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = os.environ.get("TINYFORMER", str(ROOT / "build" / "tinyformer"))
+SENTENCE = "小丁拿着红色的苹果。"
+
+
+@pytest.fixture(scope="session")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lesson") / "run"
+    subprocess.run([CLI, "train", "--config", str(ROOT / "configs" / "lesson12.toml"),
+                    "--set", "train.steps=60", "--set", "train.eval_every=0", "--set", "train.threads=1",
+                    "--out", str(out)], check=True, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def model(run_dir):
+    return tinyformer.load(str(run_dir))
+
+
+def test_load_reads_the_run(model, run_dir):
+    assert model.path == str(run_dir / "model.safetensors")
+    assert model.step == 60
+    assert model.config["model"]["d_model"] == 64 and model.config["model"]["n_heads"] == 2
+    assert len(model.vocab) == model.config["model"]["vocab_size"] == 79
+    assert "苹" in model.vocab
+    assert "D=64 H=2" in repr(model)
+    # a run directory and its .safetensors are the same model
+    assert tinyformer.load(str(run_dir / "model.safetensors")).vocab == model.vocab
+
+
+def test_encode_decode_round_trip(model):
+    ids = model.encode(SENTENCE)
+    assert len(ids) == len(SENTENCE)
+    assert [model.vocab[i] for i in ids] == list(SENTENCE)
+    assert model.decode(ids) == SENTENCE
+
+
+def test_weights_are_read_only_views(model, run_dir):
+    weights = model.weights()
+    assert "blocks.0.attn.q_proj.weight" in weights and weights["tok_emb.weight"].shape == (79, 64)
+    again = model.weights()
+    w = weights["blocks.1.mlp.fc1.weight"]
+    assert np.shares_memory(w, again["blocks.1.mlp.fc1.weight"])  # the model's memory, not copies
+    assert w.dtype == np.float32 and not w.flags.writeable
+    with pytest.raises(ValueError):
+        w[0, 0] = 1.0
+    # the checkpoint's bytes, read with numpy alone from the safetensors layout
+    raw = (run_dir / "model.safetensors").read_bytes()
+    import json
+    header_size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + header_size])
+    entry = header["lm_head.weight"]
+    begin, end = entry["data_offsets"]
+    stored = np.frombuffer(raw[8 + header_size + begin:8 + header_size + end], dtype=np.float32).reshape(entry["shape"])
+    assert np.array_equal(stored, weights["lm_head.weight"])
+
+
+def test_an_array_outlives_its_model(run_dir):
+    w = tinyformer.load(str(run_dir)).weights()["ln_f.weight"]
+    import gc
+    gc.collect()
+    assert np.isfinite(w).all() and w.shape == (64,)  # the model is kept alive by the array
+
+
+def test_patterns_are_inspects_attention_npy(model, run_dir, tmp_path):
+    subprocess.run([CLI, "inspect", "--checkpoint", str(run_dir), "--text", SENTENCE, "--out", str(tmp_path),
+                    "--probes", str(ROOT / "corpus" / "lesson_probes.tsv")],
+                   check=True, capture_output=True)
+    maps = np.load(tmp_path / "attention.npy")  # [L,H,T,T]
+    logits, cache = model.run_with_cache(SENTENCE)
+    T = len(SENTENCE)
+    assert logits.shape == (T, 79)
+    assert maps.shape == (2, 2, T, T)
+    for layer in range(2):
+        pattern = cache[f"blocks.{layer}.attn.hook_pattern"]
+        assert pattern.shape == (2, T, T)
+        assert np.array_equal(pattern, maps[layer]), f"layer {layer}: not inspect's attention.npy to the bit"
+
+
+def test_cache_names_shapes_and_consistency(model):
+    logits, cache = model.run_with_cache(SENTENCE)
+    T, D, H, d = len(SENTENCE), 64, 2, 32
+    for layer in range(2):
+        at = f"blocks.{layer}."
+        for name in ["hook_resid_pre", "ln1.hook_normalized", "hook_attn_out", "hook_resid_mid",
+                     "ln2.hook_normalized", "hook_mlp_out", "hook_resid_post"]:
+            assert cache[at + name].shape == (T, D), name
+        for name in ["attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_rot_q", "attn.hook_rot_k", "attn.hook_z"]:
+            assert cache[at + name].shape == (T, H, d), name
+        assert cache[at + "mlp.hook_pre"].shape == (T, 4 * D)
+        # The stream: what each part adds, to float32 rounding; the next block reads this one's output.
+        np.testing.assert_allclose(cache[at + "hook_resid_pre"] + cache[at + "hook_attn_out"],
+                                   cache[at + "hook_resid_mid"], rtol=0, atol=1e-4)
+        np.testing.assert_allclose(cache[at + "hook_resid_mid"] + cache[at + "hook_mlp_out"],
+                                   cache[at + "hook_resid_post"], rtol=0, atol=1e-4)
+        if layer == 0:
+            assert np.array_equal(cache["blocks.0.hook_resid_post"], cache["blocks.1.hook_resid_pre"])
+        # The pattern is softmax(q·k / √d) over the earlier positions, from the cached rotated q and k.
+        q, k = cache[at + "attn.hook_rot_q"], cache[at + "attn.hook_rot_k"]
+        scores = np.einsum("qhd,khd->hqk", q.astype(np.float64), k.astype(np.float64)) / math.sqrt(d)
+        scores[:, np.triu(np.ones((T, T), dtype=bool), 1)] = -np.inf
+        expected = np.exp(scores - scores.max(-1, keepdims=True))
+        expected /= expected.sum(-1, keepdims=True)
+        np.testing.assert_allclose(cache[at + "attn.hook_pattern"], expected, rtol=0, atol=2e-5)
+        # Each head's output is its pattern times its values.
+        z = np.einsum("hqk,khd->qhd", cache[at + "attn.hook_pattern"].astype(np.float64),
+                      cache[at + "attn.hook_v"].astype(np.float64))
+        np.testing.assert_allclose(cache[at + "attn.hook_z"], z, rtol=0, atol=2e-5)
+    # The logits read the final norm through the LM head.
+    lm_head = model.weights()["lm_head.weight"]
+    np.testing.assert_allclose(cache["ln_final.hook_normalized"] @ lm_head.T, logits, rtol=0, atol=1e-4)
+
+
+def test_loss_is_the_cross_entropy_of_the_logits(model):
+    text = SENTENCE
+    logits, _ = model.run_with_cache(text[:-1])
+    targets = model.encode(text)[1:]
+    logits = logits.astype(np.float64)
+    log_probs = logits - logits.max(-1, keepdims=True)
+    log_probs -= np.log(np.exp(log_probs).sum(-1, keepdims=True))
+    expected = -np.mean([log_probs[t, target] for t, target in enumerate(targets)])
+    assert model.loss(text) == pytest.approx(expected, rel=1e-5)
+
+
+def test_errors_are_python_exceptions(model, tmp_path):
+    with pytest.raises(FileNotFoundError):
+        tinyformer.load(str(tmp_path / "no-such-run"))
+    with pytest.raises(ValueError, match="Ω"):
+        model.encode("小丁Ω")
+    with pytest.raises(ValueError, match="context"):
+        model.run_with_cache("小" * (model.config["model"]["context"] + 1))
+    with pytest.raises(ValueError):
+        model.run_with_cache("")
+    with pytest.raises(ValueError, match="expected an id"):
+        model.decode([0, 79])
+    hostile = tmp_path / "hostile.safetensors"
+    hostile.write_bytes((2 ** 62).to_bytes(8, "little") + b"{}")
+    with pytest.raises(ValueError, match="hostile.safetensors"):
+        tinyformer.load(str(hostile))
+    not_a_model = tmp_path / "empty"
+    not_a_model.mkdir()
+    with pytest.raises(ValueError, match="empty"):
+        tinyformer.load(str(not_a_model))
+
+
+def test_threads_get_the_same_numbers(model):
+    reference, _ = model.run_with_cache(SENTENCE)
+    results, errors = [], []
+
+    def run():
+        try:
+            for _ in range(5):
+                logits, _ = model.run_with_cache(SENTENCE)
+                results.append(logits)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert len(results) == 20 and all(np.array_equal(r, reference) for r in results)
+
+
+def test_help_says_what_load_takes():
+    assert "run directory" in tinyformer.load.__doc__
