@@ -112,8 +112,9 @@ TEST_CASE("explore: an ablated head gives the model's own ablation, by zeros or 
         const ExplorerRun ablated = explore(model, letters(V), ids, {{0, 1}}, ablation, &means);
         NoGradScope no_grad;
         ForwardHooks hooks;
-        hooks.ablate_layer = 0, hooks.ablate_head = 1;
-        if (ablation == Ablation::mean) hooks.ablate_with = Tensor::from(std::vector<double>(mean.begin(), mean.end()), {d});
+        hooks.ablations = {{.layer = 0, .head = 1}};
+        if (ablation == Ablation::mean)
+            hooks.ablations[0].with = Tensor::from(std::vector<double>(mean.begin(), mean.end()), {d});
         const Tensor expected = model.forward(Tensor::ids(ids, {1, T}), hooks).to(DType::f32);
         CHECK(max_difference(ablated.logits.data(), expected.data<float>(), T * V) < 1e-4);
         // ... and it changed something: the test would pass for a decoder that ignored it otherwise.

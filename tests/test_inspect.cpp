@@ -315,7 +315,7 @@ TEST_CASE("zeroing a head equals removing its columns of out_proj, and mean abla
     const Tensor ids = Tensor::ids(vocab.encode(kStory, "test"), {1, T});
     NoGradScope no_grad;
     const std::vector<double> plain = model.forward(ids).to_vector();
-    const std::vector<double> zeroed = model.forward(ids, ForwardHooks{.ablate_layer = 1, .ablate_head = 1}).to_vector();
+    const std::vector<double> zeroed = model.forward(ids, ForwardHooks{.ablations = {{.layer = 1, .head = 1}}}).to_vector();
     REQUIRE(zeroed != plain);
 
     // The same model with layer 1's out_proj columns for head 1 (features d..2d-1) set to 0.
@@ -332,18 +332,32 @@ TEST_CASE("zeroing a head equals removing its columns of out_proj, and mean abla
     // before is untouched (its attention maps are the same).
     const Tensor zeros = Tensor::zeros({d});
     const std::vector<double> with_zeros =
-        model.forward(ids, ForwardHooks{.ablate_layer = 1, .ablate_head = 1, .ablate_with = zeros}).to_vector();
+        model.forward(ids, ForwardHooks{.ablations = {{.layer = 1, .head = 1, .with = zeros}}}).to_vector();
     REQUIRE(with_zeros == zeroed);
     std::vector<Tensor> maps_plain, maps_ablated;
     model.forward(ids, &maps_plain);
     const std::vector<double> with_mean =
         model
-            .forward(ids, ForwardHooks{.attention_maps = &maps_ablated, .ablate_layer = 1, .ablate_head = 1,
-                                       .ablate_with = Tensor::full({d}, 0.5)})
+            .forward(ids, ForwardHooks{.attention_maps = &maps_ablated,
+                                       .ablations = {{.layer = 1, .head = 1, .with = Tensor::full({d}, 0.5)}}})
             .to_vector();
     REQUIRE(with_mean != zeroed);
     REQUIRE(maps_ablated[0].to_vector() == maps_plain[0].to_vector());
-    REQUIRE_THROWS(model.forward(ids, ForwardHooks{.ablate_layer = 0, .ablate_head = 2}));
+    REQUIRE_THROWS(model.forward(ids, ForwardHooks{.ablations = {{.layer = 0, .head = 2}}}));
+    REQUIRE_THROWS(model.forward(ids, ForwardHooks{.ablations = {{.layer = 2, .head = 0}}}));
+
+    // Several heads at once, in two layers: the same as cutting each one's columns of out_proj.
+    Transformer cut_both = small_model();
+    for (const auto& [layer, head] : {std::pair<int, int64_t>{0, 0}, {1, 1}}) {
+        Tensor w = cut_both.parameters().get("blocks." + std::to_string(layer) + ".attn.out_proj.weight");
+        for (int64_t row = 0; row < D; ++row)
+            for (int64_t col = head * d; col < (head + 1) * d; ++col) w.data<float>()[row * D + col] = 0.0f;
+    }
+    const std::vector<double> both =
+        model.forward(ids, ForwardHooks{.ablations = {{.layer = 0, .head = 0}, {.layer = 1, .head = 1}}}).to_vector();
+    const std::vector<double> both_removed = cut_both.forward(ids).to_vector();
+    REQUIRE(both != zeroed);
+    for (size_t i = 0; i < both.size(); ++i) REQUIRE(both[i] == Approx(both_removed[i]).margin(1e-5));
 }
 
 TEST_CASE("without ablation, text_loss and probe_accuracy are eval's numbers", "[inspect][ablation]") {

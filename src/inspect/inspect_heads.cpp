@@ -29,9 +29,9 @@ InspectResult inspect_heads(const Transformer& model, const Vocabulary& vocab, c
             head.layer = l, head.head = h;
             if (result.has_text) head.roles = roles[l * H + h];
             if (result.has_probes) head.answer_source = sources[l * H + h];
-            ForwardHooks zero{.ablate_layer = l, .ablate_head = h};
+            ForwardHooks zero{.ablations = {{.layer = l, .head = h}}};
             ForwardHooks mean = zero;
-            if (result.has_text) mean.ablate_with = means[l * H + h];
+            if (result.has_text) mean.ablations[0].with = means[l * H + h];
             // Without a validation text there is no mean to put in the head's place: only zeroing.
             for (auto [hooks, effect] : {std::pair{&zero, &head.zeroed}, std::pair{&mean, &head.mean_replaced}}) {
                 if (result.has_text) effect->val_loss = text_loss(model, val_ids, *hooks);

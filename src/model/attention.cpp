@@ -46,20 +46,23 @@ std::pair<MultiHeadAttention, Parameters> MultiHeadAttention::create(int64_t D, 
     return {attention, params};
 }
 
-// merged [B,T,D] with head h's output (features h*d .. h*d+d-1) replaced by `replacement`
-// [d] (zeros if empty), written with differentiable ops: merged * keep + fill, keep [D] being
-// 0 in head h's features and 1 elsewhere, fill [D] holding the replacement in head h's features.
-static Tensor ablate_head(const Tensor& merged, int64_t n_heads, int64_t h, const Tensor& replacement) {
+// merged [B,T,D] with each listed head h's output (features h*d .. h*d+d-1) replaced by its
+// vector [d] (zeros if empty), written with differentiable ops: merged * keep + fill, keep [D]
+// being 0 in those heads' features and 1 elsewhere, fill [D] holding the replacements there.
+static Tensor ablate_heads(const Tensor& merged, int64_t n_heads, const std::vector<HeadReplacement>& replacements) {
     const int64_t D = merged.dim(2), d = D / n_heads;
-    if (h < 0 || h >= n_heads)
-        throw ShapeError("attention: cannot ablate head " + std::to_string(h) + " of " + std::to_string(n_heads));
-    if (replacement.defined() && replacement.shape() != Shape{d})
-        throw ShapeError("attention: a head's replacement must be [" + std::to_string(d) + "], got " +
-                         shape_str(replacement.shape()));
     std::vector<double> keep(D, 1.0), fill(D, 0.0);
-    for (int64_t i = 0; i < d; ++i) {
-        keep[h * d + i] = 0.0;
-        if (replacement.defined()) fill[h * d + i] = replacement.at(i);
+    for (const HeadReplacement& replacement : replacements) {
+        const int64_t h = replacement.head;
+        if (h < 0 || h >= n_heads)
+            throw ShapeError("attention: cannot ablate head " + std::to_string(h) + " of " + std::to_string(n_heads));
+        if (replacement.with.defined() && replacement.with.shape() != Shape{d})
+            throw ShapeError("attention: a head's replacement must be [" + std::to_string(d) + "], got " +
+                             shape_str(replacement.with.shape()));
+        for (int64_t i = 0; i < d; ++i) {
+            keep[h * d + i] = 0.0;
+            fill[h * d + i] = replacement.with.defined() ? replacement.with.at(i) : 0.0;
+        }
     }
     return add(mul(merged, Tensor::from(keep, {D}, merged.dtype())), Tensor::from(fill, {D}, merged.dtype()));
 }
@@ -94,8 +97,7 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
         attended.heads = merge_heads(attended.heads);
     }
     const Tensor& merged = attended.heads;  // [B,Tq,D]
-    Tensor used = options.ablate_head < 0 ? merged
-                                          : ablate_head(merged, n_heads_, options.ablate_head, options.ablate_with);
+    Tensor used = options.ablate.empty() ? merged : ablate_heads(merged, n_heads_, options.ablate);
     // [B,Tq,D], added onto the residual stream inside the projection when one is given
     Tensor output = options.residual.defined() ? residual_linear(options.residual, used, out_proj)
                                                : linear(used, out_proj);

@@ -196,6 +196,10 @@ Tensor Transformer::final_hidden(const Tensor& ids, const ForwardHooks& hooks) c
         throw ShapeError("model: sequence length " + std::to_string(T) + " outside 1.." +
                          std::to_string(config_.context) + " (the context)");
     const bool use_rope = config_.positions == "rope";
+    for (const HeadAblation& ablation : hooks.ablations)
+        if (ablation.layer < 0 || ablation.layer >= config_.n_layers)
+            throw ShapeError("model: cannot ablate a head of layer " + std::to_string(ablation.layer) + " of " +
+                             std::to_string(config_.n_layers));
 
     // The hook points (ForwardHooks::activations): each value stored under its name.
     auto record = [&](const std::string& name, const Tensor& value) {
@@ -218,10 +222,8 @@ Tensor Transformer::final_hidden(const Tensor& ids, const ForwardHooks& hooks) c
         record(at + "ln1.hook_normalized", h);
         const bool keep_heads = hooks.head_outputs != nullptr || hooks.activations != nullptr;
         AttentionOptions options{.causal = true, .rope = use_rope, .keep_heads = keep_heads, .residual = x};
-        if (hooks.ablate_layer == static_cast<int64_t>(i)) {
-            options.ablate_head = hooks.ablate_head;
-            options.ablate_with = hooks.ablate_with;
-        }
+        for (const HeadAblation& ablation : hooks.ablations)
+            if (ablation.layer == static_cast<int64_t>(i)) options.ablate.push_back({ablation.head, ablation.with});
         AttentionResult attn = block.attn.forward(h, h, h, options);
         if (hooks.attention_maps) hooks.attention_maps->push_back(attn.weights);        // [B,H,T,T]
         if (hooks.head_outputs) hooks.head_outputs->push_back(attn.heads);              // [B,H,T,d]

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tinyformer/engine/parameters.hpp"
 #include "tinyformer/engine/tensor.hpp"
@@ -19,6 +20,12 @@ struct AttentionResult {
     Tensor merged;   // [B,Tq,D]: the heads side by side as out_proj read them, ablation applied (with keep_heads)
 };
 
+// One head's output replaced (AttentionOptions::ablate).
+struct HeadReplacement {
+    int64_t head = 0;
+    Tensor with{};  // [d] at every position; zeros if empty
+};
+
 struct AttentionOptions {
     bool causal = false;      // a query never reads a later position
     bool rope = false;        // rotate q and k by their positions (rotary embedding)
@@ -27,10 +34,9 @@ struct AttentionOptions {
     // The residual stream [B,Tq,D]: when given, output = residual + the projection, added as
     // the projection is written (residual_linear), so the block's own output is never stored.
     Tensor residual{};
-    // Head ablation (tinyformer inspect): head `ablate_head`'s output is replaced, at every
-    // position and before the heads are merged, by `ablate_with` [d] — zeros if it is empty.
-    int64_t ablate_head = -1;  // -1 = every head as it is
-    Tensor ablate_with{};
+    // Head ablation (tinyformer inspect): each listed head's output is replaced, at every
+    // position and before the heads are merged, by its vector [d] — zeros if it is empty.
+    std::vector<HeadReplacement> ablate{};  // empty: every head as it is
 };
 
 class MultiHeadAttention {

@@ -31,13 +31,19 @@ struct KVCache {
     int64_t next_position = 0;         // absolute position of the next character
 };
 
+// One head knocked out: head `head` of layer `layer` outputs `with` [d] at every position
+// instead of its weights·v — zeros if it is empty ("zero ablation"), or the head's mean output
+// ("mean ablation").
+struct HeadAblation {
+    int64_t layer = 0, head = 0;
+    Tensor with{};
+};
+
 // What tinyformer inspect asks of a forward pass; every field is optional.
 struct ForwardHooks {
     std::vector<Tensor>* attention_maps = nullptr;  // appended: each layer's weights [B,H,T,T]
     std::vector<Tensor>* head_outputs = nullptr;    // appended: each layer's per-head outputs [B,H,T,d]
-    int64_t ablate_layer = -1;                      // in this layer (-1: none) ...
-    int64_t ablate_head = -1;                       // ... this head's output is replaced by
-    Tensor ablate_with{};                           // this [d] at every position (zeros if empty)
+    std::vector<HeadAblation> ablations{};          // heads whose output is replaced (inspect's ablation)
     // Every hook point's value by its TransformerLens name, as this forward computed it
     // (docs/python.md lists them): hook_embed [B,T,D], and per block "blocks.{l}." +
     // hook_resid_pre, ln1.hook_normalized, attn.hook_q / hook_k (before rotary positions),
