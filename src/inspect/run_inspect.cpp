@@ -32,10 +32,6 @@ namespace tinyformer {
 
 namespace {
 
-// The validation windows inspect reads, at most: enough for stable averages, and minutes,
-// not hours, on a gigabyte's validation text.
-constexpr int64_t kMaxTextWindows = 512;
-
 // Everything inspect measures.
 struct Measurements {
     AttentionMaps maps;                       // every head's weights on the shown text
@@ -107,8 +103,8 @@ std::vector<int32_t> validation_ids(const InspectRequest& request, ReportContext
     }
     if (corpus.vocab.chars() != request.vocab.chars())
         throw InputError(report.text_name + ": its corpus no longer has the checkpoint's vocabulary");
-    // A large text: its first kMaxTextWindows windows (the lesson's has 75).
-    const int64_t kept = std::min(corpus.val.size(), kMaxTextWindows * request.model.config().context + 1);
+    // A large text: its first kMaxMeasuredWindows windows (the lesson's has 75).
+    const int64_t kept = measured_length(corpus.val.size(), request.model.config().context);
     std::vector<int32_t> val_ids = corpus.val.slice(0, kept);
     if (kept < corpus.val.size()) {
         const std::string note = "reading patterns, losses and mean ablation use the first " + std::to_string(kept) +

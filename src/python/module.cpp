@@ -31,6 +31,10 @@
 #include "tinyformer/support/utf8.hpp"
 #include "tinyformer/train/checkpoint.hpp"
 #include "tinyformer/train/config.hpp"
+#include "tinyformer/train/evaluate.hpp"
+#include "tinyformer/inspect/inspect.hpp"
+#include "tinyformer/model/sampler.hpp"
+#include "tinyformer/data/dataset.hpp"
 
 namespace py = pybind11;
 
@@ -64,7 +68,59 @@ struct Model {
                              std::to_string(config().context) + " (the model's context)");
         return Tensor::ids(ids, {1, T});
     }
+
+    // The heads to knock out, as inspect knocks them out: "zero" puts zeros in a head's
+    // output, "mean" its mean output over the run's validation text (the part inspect
+    // measures). Caller holds the engine.
+    std::vector<HeadAblation> ablations(const std::vector<std::pair<int64_t, int64_t>>& heads, const std::string& mode) {
+        if (mode != "zero" && mode != "mean")
+            throw InputError("mode: \"" + mode + "\", expected \"zero\" or \"mean\"");
+        const ModelConfig& c = config();
+        std::vector<HeadAblation> list;
+        for (const auto& [layer, head] : heads) {
+            if (layer < 0 || layer >= c.n_layers || head < 0 || head >= c.n_heads)
+                throw InputError("ablate: (" + std::to_string(layer) + ", " + std::to_string(head) +
+                                 ") is no head: expected (layer, head) with layer in 0.." + std::to_string(c.n_layers - 1) +
+                                 " and head in 0.." + std::to_string(c.n_heads - 1));
+            HeadAblation ablation{.layer = layer, .head = head};
+            if (mode == "mean") ablation.with = mean_outputs().at(static_cast<size_t>(layer * c.n_heads + head));
+            list.push_back(ablation);
+        }
+        return list;
+    }
+
+    // Each head's mean output over the validation text, computed once.
+    const std::vector<Tensor>& mean_outputs() {
+        if (mean_outputs_.empty()) mean_outputs_ = mean_head_outputs(transformer(), validation_ids());
+        return mean_outputs_;
+    }
+
+    // The part of the run's validation text that inspect measures over.
+    std::vector<int32_t> validation_ids() const {
+        DataConfig text_only = loaded.config.data;
+        text_only.probes_path.clear();
+        if (!text_only.has_corpus())
+            throw InputError(loaded.path + ": its config names no validation text, which mean ablation averages over");
+        const Corpus corpus = load_corpus(text_only);
+        if (corpus.vocab.chars() != loaded.vocab.chars())
+            throw InputError(text_only.validation_name() + ": its corpus no longer has the checkpoint's vocabulary");
+        return corpus.val.slice(0, measured_length(corpus.val.size(), config().context));
+    }
+
+private:
+    std::vector<Tensor> mean_outputs_;
 };
+
+using HeadList = std::vector<std::pair<int64_t, int64_t>>;
+
+py::dict tally_dict(int64_t correct, int64_t total, const std::map<std::string, std::pair<int64_t, int64_t>>& by_kind) {
+    py::dict kinds;
+    for (const auto& [kind, counts] : by_kind)
+        kinds[py::str(kind)] = py::dict(py::arg("correct") = counts.first, py::arg("total") = counts.second,
+                                        py::arg("accuracy") = counts.second ? double(counts.first) / counts.second : 0.0);
+    return py::dict(py::arg("correct") = correct, py::arg("total") = total,
+                    py::arg("accuracy") = total ? double(correct) / total : 0.0, py::arg("by_kind") = kinds);
+}
 
 // A float32 copy of `tensor` as a numpy array of `shape` (row-major), after permuting its axes
 // by `axes` (numpy's transpose order); the batch axis of [1,...] tensors is dropped first.
@@ -172,8 +228,25 @@ PYBIND11_MODULE(tinyformer, module) {
             },
             "Every parameter by its checkpoint name, as read-only float32 numpy arrays (views, no copy).")
         .def(
+            "run",
+            [](Model& m, const std::string& text, const HeadList& ablate, const std::string& mode) {
+                const Tensor ids = m.ids_of(text);
+                Tensor logits;
+                {
+                    py::gil_scoped_release released;
+                    const std::lock_guard<std::mutex> engine(engine_mutex);
+                    NoGradScope no_grad;
+                    logits = m.transformer().forward(ids, ForwardHooks{.ablations = m.ablations(ablate, mode)});
+                }
+                return to_numpy(logits);
+            },
+            py::arg("text"), py::arg("ablate") = HeadList{}, py::arg("mode") = "zero",
+            "logits [T, V] of text, with the heads in `ablate` ([(layer, head), ...]) knocked out as inspect "
+            "knocks them out: mode 'zero' (their output 0) or 'mean' (their mean output over the run's validation "
+            "text).")
+        .def(
             "run_with_cache",
-            [](const Model& m, const std::string& text) {
+            [](Model& m, const std::string& text, const HeadList& ablate, const std::string& mode) {
                 const Tensor ids = m.ids_of(text);
                 std::map<std::string, Tensor> activations;
                 Tensor logits;
@@ -181,29 +254,86 @@ PYBIND11_MODULE(tinyformer, module) {
                     py::gil_scoped_release released;
                     const std::lock_guard<std::mutex> engine(engine_mutex);
                     NoGradScope no_grad;
-                    logits = m.transformer().forward(ids, ForwardHooks{.activations = &activations});  // [1,T,V]
+                    logits = m.transformer().forward(
+                        ids, ForwardHooks{.ablations = m.ablations(ablate, mode), .activations = &activations});  // [1,T,V]
                 }
                 return py::make_tuple(to_numpy(logits), activations_to_numpy(activations));
             },
-            py::arg("text"),
+            py::arg("text"), py::arg("ablate") = HeadList{}, py::arg("mode") = "zero",
             "logits [T, V] and a dict of every activation by TransformerLens's hook name (docs/python.md): "
-            "'blocks.0.attn.hook_pattern' is layer 0's attention [H, T, T].")
+            "'blocks.0.attn.hook_pattern' is layer 0's attention [H, T, T]. ablate and mode as in run().")
         .def(
             "loss",
-            [](const Model& m, const std::string& text) {
-                const std::vector<int32_t> all = m.encode(text);
-                const int64_t T = static_cast<int64_t>(all.size()) - 1;
-                if (T < 1 || T > m.config().context)
-                    throw InputError("text: " + std::to_string(all.size()) + " characters, expected 2 to " +
-                                     std::to_string(m.config().context + 1) + " (the context, plus the last target)");
-                const std::vector<int32_t> inputs(all.begin(), all.end() - 1), targets(all.begin() + 1, all.end());
+            [](Model& m, const std::string& text, const HeadList& ablate, const std::string& mode) {
+                const std::vector<int32_t> ids = m.encode(text);
+                if (ids.size() < 2)
+                    throw InputError("text: " + std::to_string(ids.size()) +
+                                     " characters, expected at least 2 (a character and the next)");
                 py::gil_scoped_release released;
                 const std::lock_guard<std::mutex> engine(engine_mutex);
                 NoGradScope no_grad;
-                return m.transformer().loss(Tensor::ids(inputs, {1, T}), Tensor::ids(targets, {1, T})).item();
+                return text_loss(m.transformer(), ids, ForwardHooks{.ablations = m.ablations(ablate, mode)});
             },
-            py::arg("text"),
-            "The mean cross-entropy (nats) of predicting each character of text from the ones before it.")
+            py::arg("text"), py::arg("ablate") = HeadList{}, py::arg("mode") = "zero",
+            "The mean cross-entropy (nats) of predicting each character of text from those before it, in the "
+            "windows eval scores a text in (a text longer than the context is several windows): with ablate, "
+            "inspect's ablation loss.")
+        .def(
+            "probes",
+            [](Model& m, const std::string& path, const HeadList& ablate, const std::string& mode) {
+                const std::vector<Probe> probes = load_probes(path);
+                py::gil_scoped_release released;
+                const std::lock_guard<std::mutex> engine(engine_mutex);
+                NoGradScope no_grad;
+                if (ablate.empty()) {  // eval's own scoring
+                    const ProbeScore score = score_probes(m.transformer(), m.loaded.vocab, probes);
+                    py::gil_scoped_acquire held;
+                    return tally_dict(score.correct, score.total, score.by_kind);
+                }
+                const ProbeTally tally = probe_accuracy(m.transformer(), m.loaded.vocab, probes,
+                                                        ForwardHooks{.ablations = m.ablations(ablate, mode)});
+                py::gil_scoped_acquire held;
+                return tally_dict(tally.correct, tally.total, tally.by_kind);
+            },
+            py::arg("path"), py::arg("ablate") = HeadList{}, py::arg("mode") = "zero",
+            "Greedy answers to a prompt<TAB>answer file, as eval scores them: {'accuracy', 'correct', 'total', "
+            "'by_kind'}; with ablate, inspect's ablation accuracy.")
+        .def(
+            "sample",
+            [](const Model& m, const std::string& prompt, int64_t max_new, double temperature, int64_t top_k,
+               double top_p, uint64_t seed, const std::string& stop, const std::string& cache) {
+                SampleOptions options;
+                options.max_new = max_new;
+                options.temperature = temperature;
+                options.top_k = top_k;
+                options.top_p = top_p;
+                options.stop = decode_utf8(stop, "stop");
+                if (cache != "window" && cache != "rolling")
+                    throw InputError("cache: \"" + cache + "\", expected \"window\" or \"rolling\"");
+                options.cache = cache == "rolling" ? KvCache::rolling : KvCache::window;
+                if (options.cache == KvCache::rolling && m.config().positions != "rope")
+                    throw InputError("cache=\"rolling\": the model has learned positions; expected a rope model");
+                const SampleOptionNames names{.max_new = "max_new", .temperature = "temperature", .top_k = "top_k",
+                                              .top_p = "top_p"};
+                if (std::string problem = sample_options_problem(options, m.loaded.vocab.size(), 10'000'000, names);
+                    !problem.empty())
+                    throw InputError(problem);
+                const std::u32string text = decode_utf8(prompt, "prompt");
+                if (text.empty()) throw InputError("prompt: empty, expected at least one character to continue");
+                m.loaded.vocab.encode(text, "prompt");
+                std::u32string generated;
+                {
+                    py::gil_scoped_release released;
+                    const std::lock_guard<std::mutex> engine(engine_mutex);
+                    Rng rng(seed);
+                    generated = generate(m.transformer(), m.loaded.vocab, text, options, rng);
+                }
+                return encode_utf8(generated);
+            },
+            py::arg("prompt") = "\n", py::arg("max_new") = 200, py::arg("temperature") = 1.0, py::arg("top_k") = 0,
+            py::arg("top_p") = 1.0, py::arg("seed") = 1, py::arg("stop") = "", py::arg("cache") = "window",
+            "The characters generated after prompt (without it): `tinyformer sample`'s for the same options "
+            "and seed.")
         .def("__repr__", [](const Model& m) {
             const ModelConfig& c = m.config();
             return "<tinyformer.Model " + m.loaded.path + ": D=" + std::to_string(c.d_model) +

@@ -182,3 +182,53 @@ def test_threads_get_the_same_numbers(model):
 
 def test_help_says_what_load_takes():
     assert "run directory" in tinyformer.load.__doc__
+
+
+def test_sample_is_the_clis(model, run_dir):
+    options = dict(max_new=60, temperature=0.8, top_k=12, top_p=0.95, seed=7)
+    cli = subprocess.run([CLI, "sample", "--checkpoint", str(run_dir), "--prompt", "小丁", "--max-new", "60",
+                          "--temperature", "0.8", "--top-k", "12", "--top-p", "0.95", "--seed", "7"],
+                         check=True, capture_output=True, text=True).stdout
+    assert cli == "小丁" + model.sample("小丁", **options) + "\n"
+    assert model.sample("小丁", **options) == model.sample("小丁", **options)  # the seed decides
+    assert model.sample("小丁", **dict(options, seed=8)) != model.sample("小丁", **options)
+    with pytest.raises(ValueError, match="top_k"):
+        model.sample("小丁", top_k=1000)
+
+
+def test_eval_scores_are_evals(model, run_dir):
+    import json
+    probes = ROOT / "corpus" / "lesson_probes.tsv"
+    scored = json.loads(subprocess.run([CLI, "eval", "--checkpoint", str(run_dir), "--json", "--probes", str(probes)],
+                                       check=True, capture_output=True, text=True).stdout)
+    mine = model.probes(str(probes))
+    assert mine["total"] == 320
+    assert mine["accuracy"] == scored["probe_accuracy"]
+    val_text = (ROOT / "corpus" / "lesson_val.txt").read_text(encoding="utf-8")
+    assert model.loss(val_text) == scored["loss"]  # eval's windows, the same sums
+
+
+def test_ablation_is_inspects(model, run_dir, tmp_path):
+    import json
+    probes = ROOT / "corpus" / "lesson_probes.tsv"
+    subprocess.run([CLI, "inspect", "--checkpoint", str(run_dir), "--out", str(tmp_path), "--probes", str(probes)],
+                   check=True, capture_output=True)
+    heads = json.loads((tmp_path / "heads.json").read_text())["heads"]
+    val_text = (ROOT / "corpus" / "lesson_val.txt").read_text(encoding="utf-8")
+    assert len(heads) == 4
+    for head in heads:
+        where = [(head["layer"], head["head"])]
+        for mode in ("zero", "mean"):
+            printed = head["ablation"][mode]
+            assert model.loss(val_text, ablate=where, mode=mode) == printed["val_loss"], (where, mode)
+            assert model.probes(str(probes), ablate=where, mode=mode)["accuracy"] == printed["probe_accuracy"], (where, mode)
+    # Knocking a head out changes the logits; two heads at once differ from either alone.
+    plain = model.run(SENTENCE)
+    one = model.run(SENTENCE, ablate=[(1, 0)])
+    both = model.run(SENTENCE, ablate=[(1, 0), (1, 1)])
+    assert not np.array_equal(plain, one) and not np.array_equal(one, both)
+    assert np.array_equal(plain, model.run_with_cache(SENTENCE)[0])
+    with pytest.raises(ValueError, match="no head"):
+        model.run(SENTENCE, ablate=[(2, 0)])
+    with pytest.raises(ValueError, match="mode"):
+        model.run(SENTENCE, ablate=[(0, 0)], mode="half")

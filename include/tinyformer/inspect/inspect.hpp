@@ -14,6 +14,7 @@
 // Files and pictures made from these are in inspect_report.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -95,6 +96,14 @@ std::vector<std::map<std::string, AnswerSource>> answer_sources(const Transforme
                                                                 const std::vector<Probe>& probes);
 
 // ---- ablation ----
+
+// The part of a validation text that inspect (and the Python module's mean ablation)
+// measures over: its first kMaxMeasuredWindows windows of `context` characters, enough for
+// stable averages, and minutes, not hours, on a gigabyte's validation text.
+constexpr int64_t kMaxMeasuredWindows = 512;
+inline int64_t measured_length(int64_t text_length, int64_t context) {
+    return std::min(text_length, kMaxMeasuredWindows * context + 1);
+}
 
 struct ProbeTally {
     int64_t correct = 0, total = 0;
