@@ -5,7 +5,8 @@
 #   independently here (objdump's NEEDED entries, resolved with ldconfig, owned per dpkg -S);
 # - its files: the binary, the man page (rendered by man without a warning), the bash and zsh
 #   completions, the lesson's configs and corpus under /usr/share/tinyformer, and the licence
-#   (LICENSE and Debian's copyright file, naming the licence --version states);
+#   (LICENSE and Debian's copyright file, naming the licence --version states), the Python
+#   module for this Debian's python3;
 # - the binary is portable (built without -march=native) and names no path of the build machine.
 set -uo pipefail
 deb=${1:?usage: scripts/check-deb.sh FILE.deb}
@@ -67,4 +68,16 @@ build_paths=$(strings "$binary" | grep -c -F "$(cd "$(dirname "$0")/.." && pwd)"
 [[ $build_paths -eq 0 ]] && pass "the binary names no path of the source tree" \
   || fail "the binary holds $build_paths strings naming the source tree"
 
+# The Python module (docs/python.md), for this Debian's python3, which it recommends with numpy.
+module=$(find "$tree/usr/lib/python3/dist-packages" -name 'tinyformer.cpython-*.so' 2>/dev/null | head -1)
+if [[ -n $module ]]; then
+  pass "/${module#"$tree"/}"
+  recommends=$(dpkg-deb --field "$deb" Recommends)
+  [[ $recommends == *python3-numpy* && $recommends == *"python3 (>="* ]] && pass "Recommends: $recommends" \
+    || fail "the module's package recommends '$recommends', expected python3 of its version and python3-numpy"
+  abi=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+  [[ -z $abi || $module == *"$abi" ]] && pass "built for this python3 ($abi)" || fail "$module is not for this python3 ($abi)"
+else
+  fail "no tinyformer Python module in /usr/lib/python3/dist-packages (built without pybind11-dev?)"
+fi
 if [[ $failures -eq 0 ]]; then echo "check-deb: $deb passed"; exit 0; else echo "check-deb: $failures failed"; exit 1; fi

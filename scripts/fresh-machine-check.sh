@@ -16,7 +16,8 @@
 #   scripts/fresh-machine-check.sh --deb FILE.deb [bookworm|trixie]
 # instead installs the .deb (scripts/package-deb.sh) on the fresh root as a user would, with
 # `apt-get install ./FILE.deb` and nothing else from this tree, then trains the lesson from
-# the installed example config, samples from it and opens `man tinyformer`
+# the installed example config, samples from it (and from Python: `import tinyformer`, with
+# the python3 and numpy the package recommends) and opens `man tinyformer`
 # (log: build/fresh-machine-check/<release>/deb.log).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -66,6 +67,7 @@ if [[ -n "$deb" ]]; then
     tinyformer train --config /usr/share/tinyformer/configs/lesson12.toml --out /tmp/run
     tinyformer sample --checkpoint /tmp/run --prompt '小丁拿着红色的苹果。' --max-new 40 --seed 1
     tinyformer eval --checkpoint /tmp/run | head -n 6
+    python3 -c \"import tinyformer; m = tinyformer.load('/tmp/run'); print(m); print(m.sample('小丁', max_new=20, seed=1))\"
     MANWIDTH=90 man tinyformer | head -n 30
     man -w tinyformer
     ls /usr/share/bash-completion/completions/tinyformer /usr/share/zsh/vendor-completions/_tinyformer
@@ -73,7 +75,7 @@ if [[ -n "$deb" ]]; then
   code=$?
   cat "$logs/deb.log"
   if [[ $code -eq 0 ]]; then
-    echo "fresh-machine-check ($release): $name installs with apt-get, trains the lesson and shows its man page"
+    echo "fresh-machine-check ($release): $name installs with apt-get, trains the lesson, imports in python3 and shows its man page"
   else
     echo "fresh-machine-check ($release): the .deb check FAILED with exit $code (log: $logs/deb.log)" >&2
   fi

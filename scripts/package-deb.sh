@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the .deb: tinyformer, its man page, bash and zsh completions and the lesson's
-# examples, installed under /usr.
+# Builds the .deb: tinyformer, its man page, bash and zsh completions, the lesson's
+# examples and the Python module, installed under /usr.
 #   scripts/package-deb.sh [BUILD_DIR]      (default build-deb; prints the .deb's path last)
 # The binary is built portable (TINYFORMER_NATIVE=OFF: no -march=native), so the package runs
 # on any amd64 machine of this Debian release; oneDNN still picks the best instruction set
@@ -18,10 +18,11 @@ mkdir -p "$dir"
 # CMAKE_SKIP_INSTALL_ALL_DEPENDENCY keeps cpack from building `all` first.
 # TINYFORMER_BUILD_OPTIONS: more cmake options (scripts/test.sh: unity batches, ccache).
 # shellcheck disable=SC2086
-cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DTINYFORMER_NATIVE=OFF -DTINYFORMER_TESTS=ON \
+# The Python module is part of the package (TINYFORMER_PYTHON=ON: a missing pybind11 is an error).
+cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DTINYFORMER_NATIVE=OFF -DTINYFORMER_TESTS=ON -DTINYFORMER_PYTHON=ON \
   -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_SKIP_INSTALL_ALL_DEPENDENCY=ON ${TINYFORMER_BUILD_OPTIONS:-} \
   >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log" >&2; exit 1; }
-cmake --build "$dir" -j "$(nproc)" --target tinyformer tinyformer_docs tinyformer_parity_tests >&2
+cmake --build "$dir" -j "$(nproc)" --target tinyformer tinyformer_python tinyformer_docs tinyformer_parity_tests >&2
 "$dir/tests/tinyformer_parity_tests" "[parity]" >&2 || { echo "package-deb: the portable build fails the parity tests" >&2; exit 1; }
 rm -f "$dir"/tinyformer_*.deb
 (cd "$dir" && cpack -G DEB >cpack.log 2>&1) || { cat "$dir/cpack.log" >&2; exit 1; }

@@ -84,9 +84,11 @@ fi
 # fuzzers. The Release suite above (GCC, libgomp throughout) is the build users make. It is
 # built without MPI (whose library's allocations at start-up LeakSanitizer would report), so
 # its test_distributed.sh checks that such a binary refuses to be one of several processes.
+# Nor is the Python module: a sanitized extension loads into python3 only with the sanitizer's
+# runtime preloaded (the Release suite tests it).
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 stage "ASan+UBSan: build (clang)" build_tree build-asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DTINYFORMER_SANITIZE=ON -DTINYFORMER_MPI=OFF &&
+    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DTINYFORMER_SANITIZE=ON -DTINYFORMER_MPI=OFF -DTINYFORMER_PYTHON=OFF &&
   stage "ASan+UBSan: ctest" ctest --test-dir build-asan --output-on-failure -j "$jobs" || status=1
 
 # ThreadSanitizer: the explorer's API answering 16 threads at once (tinyformer serve answers
