@@ -14,7 +14,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <pthread.h>
+
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <thread>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -32,6 +38,10 @@
 #include "tinyformer/train/checkpoint.hpp"
 #include "tinyformer/train/config.hpp"
 #include "tinyformer/train/evaluate.hpp"
+#include "tinyformer/train/trainer.hpp"
+#include "tinyformer/inspect/training_roles.hpp"
+#include "tinyformer/model/gradcheck.hpp"
+#include "tinyformer/support/interrupts.hpp"
 #include "tinyformer/inspect/inspect.hpp"
 #include "tinyformer/model/sampler.hpp"
 #include "tinyformer/data/dataset.hpp"
@@ -159,6 +169,114 @@ std::shared_ptr<Model> load(const std::string& path) {
     auto model = std::make_shared<Model>();
     model->loaded = load_model(path);
     return model;
+}
+
+// A Python value as a TOML value for a --set override: strings quoted, numbers and booleans as
+// TOML writes them.
+std::string toml_value(const py::handle& value, const std::string& key) {
+    if (py::isinstance<py::bool_>(value)) return value.cast<bool>() ? "true" : "false";
+    if (py::isinstance<py::int_>(value)) return py::str(value).cast<std::string>();
+    if (py::isinstance<py::float_>(value)) return py::repr(value).cast<std::string>();
+    if (py::isinstance<py::str>(value))  // JSON's string escapes are TOML's basic string's
+        return py::module_::import("json").attr("dumps")(value, py::arg("ensure_ascii") = false).cast<std::string>();
+    throw InputError("set[\"" + key + "\"]: a " + py::str(value.get_type().attr("__name__")).cast<std::string>() +
+                     ", expected a str, int, float or bool");
+}
+
+// Runs the CLI's trainer on a thread of its own, whose threads (OpenMP's and oneDNN's) block
+// SIGINT: a signal handler landing in one of oneDNN's kernels would write over the heap
+// (support/interrupts.hpp). Python's own handler takes Ctrl-C on the calling thread, which
+// waits here and passes it on to the trainer (request_interrupt): the trainer saves a
+// checkpoint at the end of the step and throws Interrupted, raised here as KeyboardInterrupt.
+py::object train_in_python(const std::string& config_path, const py::dict& set, const std::string& out, bool resume,
+                           bool force, const py::object& on_step) {
+    std::vector<std::string> overrides;
+    for (const auto& [key, value] : set) {
+        const std::string name = py::str(key).cast<std::string>();
+        overrides.push_back(name + "=" + toml_value(value, name));
+    }
+    TrainOptions options;
+    options.config = load_config(resume && config_path.empty() ? (std::filesystem::path(out) / "config.toml").string()
+                                                               : config_path,
+                                 overrides);
+    options.resume = resume;
+    options.overwrite = force;
+    options.run_dir = !out.empty() ? out : (std::filesystem::path("runs") / options.config.name).string();
+    options.roles = training_roles_of_probes;  // as the CLI: metrics.jsonl's "roles"
+    if (!on_step.is_none())
+        options.on_step = [on_step](const StepReport& report) {
+            py::gil_scoped_acquire held;
+            if (report.val_loss) on_step(report.step, report.loss, report.lr, *report.val_loss);
+            else on_step(report.step, report.loss, report.lr);
+        };
+
+    std::mutex waiting;
+    std::condition_variable finished_signal;
+    bool finished = false;
+    nlohmann::json summary;
+    std::exception_ptr failure;
+    {
+        py::gil_scoped_release released;
+        const std::lock_guard<std::mutex> engine(engine_mutex);
+        set_num_threads(static_cast<int>(options.config.train.threads));  // the CLI's thread count: its bits
+        sigset_t sigint, before;
+        sigemptyset(&sigint);
+        sigaddset(&sigint, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &sigint, &before);  // the trainer's thread (and its threads) inherit it
+        std::thread trainer([&] {
+            try {
+                summary = train(options);
+            } catch (...) {
+                failure = std::current_exception();
+            }
+            const std::lock_guard<std::mutex> lock(waiting);
+            finished = true;
+            finished_signal.notify_one();
+        });
+        pthread_sigmask(SIG_SETMASK, &before, nullptr);
+        bool interrupt_seen = false;
+        std::unique_lock<std::mutex> lock(waiting);
+        while (!finished_signal.wait_for(lock, std::chrono::milliseconds(50), [&] { return finished; })) {
+            lock.unlock();
+            {
+                py::gil_scoped_acquire held;
+                if (PyErr_CheckSignals() != 0) {  // Python's Ctrl-C (its KeyboardInterrupt, held for later)
+                    PyErr_Clear();
+                    interrupt_seen = true;
+                }
+            }
+            if (interrupt_seen) request_interrupt();  // again each time: the trainer may not be catching yet
+            lock.lock();
+        }
+        lock.unlock();
+        trainer.join();
+        set_num_threads(0);
+    }
+    if (failure) {
+        try {
+            std::rethrow_exception(failure);
+        } catch (const Interrupted& e) {
+            PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
+            throw py::error_already_set();
+        }
+    }
+    return py::module_::import("json").attr("loads")(summary.dump());
+}
+
+// The gradient checks of `tinyformer gradcheck`: a row per check.
+py::list gradcheck_in_python() {
+    std::vector<GradCheckResult> results;
+    {
+        py::gil_scoped_release released;
+        const std::lock_guard<std::mutex> engine(engine_mutex);
+        results = run_gradcheck_suite();
+    }
+    py::list rows;
+    for (const GradCheckResult& r : results)
+        rows.append(py::dict(py::arg("name") = r.name, py::arg("op") = r.op, py::arg("ops") = r.ops,
+                             py::arg("elements") = r.elements, py::arg("max_abs_error") = r.max_abs_error,
+                             py::arg("max_rel_error") = r.max_rel_error, py::arg("pass") = r.pass));
+    return rows;
 }
 
 }  // namespace
@@ -359,6 +477,17 @@ PYBIND11_MODULE(tinyformer, module) {
         py::arg("backend") = "onednn", py::arg("threads") = 0,
         "The CLI's --backend and --threads: \"onednn\" (fast, the default) or \"reference\" (Eigen, for "
         "checking), on `threads` threads (0: the CPUs this process may use).");
+    module.def("train", &train_in_python, py::arg("config") = "", py::arg("set") = py::dict(),
+               py::arg("out") = "", py::arg("resume") = false, py::arg("force") = false,
+               py::arg("on_step") = py::none(),
+               "Trains as `tinyformer train` does (the same run directory, bit for bit): config is a TOML file, "
+               "set a dict of overrides {'model.n_heads': 4}, out the run directory (default runs/<name>); "
+               "resume=True continues the run in out. on_step(step, loss, lr) is called after every step, and "
+               "on_step(step, loss, lr, val_loss) after an evaluation. Ctrl-C saves a checkpoint, then raises "
+               "KeyboardInterrupt. Returns summary.json's contents.");
+    module.def("gradcheck", &gradcheck_in_python,
+               "`tinyformer gradcheck`'s table: every op's analytic gradient against central differences, as a "
+               "list of dicts {'name', 'op', 'ops', 'elements', 'max_abs_error', 'max_rel_error', 'pass'}.");
     module.def("load", &load, py::arg("path"),
                "Loads a trained model: a run directory (its model.safetensors) or a .safetensors file. "
                "FileNotFoundError if it is missing; ValueError naming the file if it is not a tinyformer "

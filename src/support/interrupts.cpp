@@ -52,6 +52,10 @@ void watch_interrupts(bool launched) {
     });
 }
 
+void request_interrupt() {
+    if (catchers.load() > 0) interrupt_arrived.store(true);
+}
+
 CatchInterrupts::CatchInterrupts() {
     interrupt_arrived.store(false);
     catchers.fetch_add(1);

@@ -343,7 +343,8 @@ struct TrainingRun {
           batch_draws(config.train),
           adam(model.parameters(), config.optim),
           metrics{(fs::path(dir) / "metrics.jsonl").string(), {}},
-          roles(options.roles) {
+          roles(options.roles),
+          on_step(options.on_step) {
         if (batch_draws.use_torch) initialise_like_torch(model.parameters(), config.model, batch_draws.torch);
         if (options.resume && is_writer()) {  // the writer reads the run; share_from_writer hands it on
             step = saved_step = load_train_state(state_path, model, adam, batch_draws);
@@ -443,6 +444,8 @@ struct TrainingRun {
     AdamW adam;
     MetricsLog metrics;
     const decltype(TrainOptions::roles) roles;  // how the heads' roles form: measured at every evaluation
+    const decltype(TrainOptions::on_step) on_step;  // the caller's, after every step (rank 0)
+    std::optional<double> last_val_loss;             // the last log_step's evaluation, if it made one
     int64_t step = 0;
     int64_t saved_step = -1;  // the step of the checkpoint on disk
 
@@ -488,6 +491,9 @@ void TrainingRun::train_loop(MatmulPrecision precision, const Clock::time_point&
             draw_progress(step, total, outcome.loss, (step - first_step) * B * T / elapsed,
                           elapsed / static_cast<double>(step - first_step) * static_cast<double>(total - step));
         }
+        if (on_step && is_writer())
+            on_step({.step = step, .loss = outcome.loss, .lr = lr,
+                     .val_loss = evaluate_now ? last_val_loss : std::nullopt});
         const bool checkpoint_now =
             evaluate_now || (config.train.checkpoint_every > 0 && step % config.train.checkpoint_every == 0);
         // Read once: a Ctrl-C landing in between saves too. Any process's stops them all, here.
@@ -519,6 +525,7 @@ void TrainingRun::log_step(double lr, double grad_norm, bool evaluate_now) {
     if (evaluate_now) {
         TextScore val = step == total ? *(final_score = evaluate_final()) : evaluate_periodic();
         row["val_loss"] = val.loss;
+        last_val_loss = val.loss;
         if (roles && is_writer())
             if (nlohmann::json now = roles(model, data.corpus.vocab, data.corpus.probes); !now.is_null())
                 row["roles"] = std::move(now);

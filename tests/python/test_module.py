@@ -6,6 +6,7 @@ executable; a short lesson run (60 steps) is the model every test reads.
 import math
 import os
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -232,3 +233,75 @@ def test_ablation_is_inspects(model, run_dir, tmp_path):
         model.run(SENTENCE, ablate=[(2, 0)])
     with pytest.raises(ValueError, match="mode"):
         model.run(SENTENCE, ablate=[(0, 0)], mode="half")
+
+
+def _lesson_set(steps):
+    return {"train.steps": steps, "train.eval_every": 10, "train.threads": 1, "logging.log_every": 1}
+
+
+def test_train_is_the_clis_run_bit_for_bit(tmp_path):
+    config = str(ROOT / "configs" / "lesson12.toml")
+    subprocess.run([CLI, "train", "--config", config, "--out", str(tmp_path / "cli"),
+                    *sum((["--set", f"{k}={v}"] for k, v in _lesson_set(30).items()), [])],
+                   check=True, capture_output=True)
+    seen = []
+    summary = tinyformer.train(config=config, set=_lesson_set(30), out=str(tmp_path / "py"),
+                               on_step=lambda *args: seen.append(args))
+    for name in ("model.safetensors", "train_state.safetensors"):
+        assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+    assert isinstance(summary, dict) and summary
+    # on_step: every step, with the metrics' loss and learning rate; val_loss at evaluations.
+    import json
+    rows = [json.loads(line) for line in (tmp_path / "py" / "metrics.jsonl").read_text().splitlines()]
+    assert [s[0] for s in seen] == list(range(1, 31))
+    for args, row in zip(seen, rows):
+        assert args[0] == row["step"] and args[1] == row["loss"] and args[2] == row["lr"]
+        assert (len(args) == 4) == ("val_loss" in row)
+        if len(args) == 4:
+            assert args[3] == row["val_loss"]
+
+
+def test_train_errors_and_callback_exceptions(tmp_path):
+    config = str(ROOT / "configs" / "lesson12.toml")
+    with pytest.raises(ValueError, match="train.stepz"):
+        tinyformer.train(config=config, set={"train.stepz": 3}, out=str(tmp_path / "bad"))
+    with pytest.raises(ValueError, match="model.n_heads"):
+        tinyformer.train(config=config, set={"model.n_heads": 3}, out=str(tmp_path / "bad"))
+
+    def stop_at_five(step, loss, lr, *val):
+        if step == 5:
+            raise RuntimeError("stop here")
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        tinyformer.train(config=config, set=_lesson_set(50), out=str(tmp_path / "raised"), on_step=stop_at_five)
+
+
+def test_ctrl_c_saves_a_checkpoint_then_raises_keyboard_interrupt(tmp_path):
+    # In a python3 of its own: SIGINT to itself at step 20 of 100000.
+    script = f"""
+import os, signal, sys, tinyformer
+def on_step(step, loss, lr, *val):
+    if step == 20:
+        os.kill(os.getpid(), signal.SIGINT)
+try:
+    tinyformer.train(config={str(ROOT / 'configs' / 'lesson12.toml')!r}, set={{"train.steps": 100000, "train.threads": 1}},
+                     out={str(tmp_path / 'run')!r}, on_step=on_step)
+except KeyboardInterrupt as e:
+    print("KeyboardInterrupt:", e)
+    sys.exit(3)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ))
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "checkpoint saved" in done.stdout
+    resumed = tinyformer.load(str(tmp_path / "run"))
+    assert 20 <= resumed.step < 100000
+
+
+def test_gradcheck_is_the_clis():
+    import json
+    rows = tinyformer.gradcheck()
+    cli = json.loads(subprocess.run([CLI, "gradcheck", "--json"], check=True, capture_output=True, text=True).stdout)
+    assert [r["name"] for r in rows] == [c["name"] for c in cli["checks"]]
+    assert all(r["pass"] for r in rows) and len(rows) > 20
+    assert {r["name"]: r["max_rel_error"] for r in rows} == {c["name"]: c["max_rel_error"] for c in cli["checks"]}

@@ -22,13 +22,17 @@
 //                               action does (or is ignored, if SIGINT was ignored when
 //                               watch_interrupts() ran, as in a shell's background job).
 //
-// Without watch_interrupts() (a library user, the tests) requested() stays false, and Ctrl-C
-// does whatever the process's own disposition says.
+//   request_interrupt();        what a Ctrl-C does, asked for in code: the Python module's
+//                               train(), whose Ctrl-C Python's own handler takes, passes it on.
+//
+// Without watch_interrupts() (a library user, the tests) requested() stays false unless
+// request_interrupt() is called, and Ctrl-C does whatever the process's own disposition says.
 #pragma once
 
 namespace tinyformer {
 
 void watch_interrupts(bool launched = false);
+void request_interrupt();  // while a CatchInterrupts lives, its requested() becomes true
 
 class CatchInterrupts {
 public:

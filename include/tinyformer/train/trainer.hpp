@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@
 
 namespace tinyformer {
 
+struct StepReport {
+    int64_t step = 0;  // steps taken
+    double loss = 0;   // this step's training loss
+    double lr = 0;     // its learning rate
+    std::optional<double> val_loss;  // when this step ended with an evaluation
+};
+
 struct TrainOptions {
     RunConfig config;
     std::string run_dir;      // where the run's files go
@@ -26,7 +34,11 @@ struct TrainOptions {
     // Measured at every evaluation (on rank 0) and recorded in the metrics row as "roles",
     // unless it returns null: how the heads' roles form. The CLI passes inspect's
     // training_roles_of_probes; train itself knows nothing of heads' roles.
-    std::function<nlohmann::json(const Transformer&, const Vocabulary&, const std::vector<Probe>&)> roles;
+    std::function<nlohmann::json(const Transformer&, const Vocabulary&, const std::vector<Probe>&)> roles{};
+    // Called on rank 0 after every step (the Python module's train(on_step=...)): the step
+    // just taken, its loss and learning rate, and after an evaluation its validation loss.
+    // What it throws stops the run there (no checkpoint is written for it).
+    std::function<void(const StepReport&)> on_step{};
 };
 
 // Trains, writes the run directory, and returns summary.json's contents. Throws InputError
