@@ -38,6 +38,13 @@ warnings=$(LANG=C.UTF-8 MANWIDTH=80 man --warnings -l "$scratch/prefix/share/man
 # Moved elsewhere, the tree still works: nothing points back into the source or the build.
 mv "$scratch/prefix" "$scratch/moved"
 installed="$scratch/moved/bin/tinyformer"
+# The Python module, when built: in the prefix's site-packages, where python3 finds it.
+if [[ -n $(find "$build/python" -name 'tinyformer.cpython-*.so' 2>/dev/null) ]]; then
+  site=$(find "$scratch/moved/lib" -path '*/site-packages/tinyformer.cpython-*.so' | head -1)
+  [[ -n $site ]] && pass "installs the Python module in ${site#"$scratch/moved/"}" || fail "no Python module under lib/python3.*/site-packages"
+  [[ -n $site ]] && PYTHONPATH=$(dirname "$site") /usr/bin/python3 -c 'import tinyformer; assert tinyformer.load' 2>"$scratch/import.err" \
+    && pass "python3 imports the installed module" || fail "import tinyformer from the install tree: $(tail -2 "$scratch/import.err")"
+fi
 mkdir -p "$scratch/empty"
 cd "$scratch/empty" || exit 1
 strings "$installed" | grep -q -F -e "$src" -e "$(cd "$build" && pwd)" \
