@@ -1,6 +1,9 @@
 // The model against the contract: names, shapes, count, initialisation, forward.
 #include "catch.hpp"
 #include <cmath>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "tinyformer/engine/autograd.hpp"
 #include "tinyformer/engine/ops.hpp"
@@ -69,6 +72,50 @@ TEST_CASE("forward gives [B,T,V] logits and a loss a little above ln V at initia
     REQUIRE(loss < std::log(79.0) + 0.5);
     REQUIRE_THROWS_WITH(model.forward(Tensor::ids(std::vector<int32_t>(65, 0), {1, 65})),
                         ContainsSubstring("65") && ContainsSubstring("context"));
+}
+
+TEST_CASE("the hook points of a batch are each sequence's own, q, k and v split right", "[model]") {
+    // ForwardHooks::activations with B = 2: each sequence's q, k, v, rotated q and k equal
+    // those of a forward of that sequence alone (B = 1 and B > 1 take q, k and v apart
+    // differently), and the rotated q and k give the pattern.
+    Transformer model(ModelConfig{}, 7);
+    const int64_t T = 6, H = 2, d = 32;
+    std::vector<int32_t> ids(2 * T);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 31 + 5) % 79);
+    NoGradScope no_grad;
+    std::map<std::string, Tensor> batch;
+    model.forward(Tensor::ids(ids, {2, T}), ForwardHooks{.activations = &batch});
+    for (int64_t b = 0; b < 2; ++b) {
+        std::map<std::string, Tensor> alone;
+        model.forward(Tensor::ids(std::vector<int32_t>(ids.begin() + b * T, ids.begin() + (b + 1) * T), {1, T}),
+                      ForwardHooks{.activations = &alone});
+        for (const char* name : {"attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_rot_q", "attn.hook_rot_k",
+                                 "attn.hook_z", "attn.hook_pattern", "hook_attn_out", "hook_mlp_out"}) {
+            const std::string at = std::string("blocks.1.") + name;
+            const Tensor& mine = alone.at(at);
+            REQUIRE(batch.at(at).dim(0) == 2);
+            const std::vector<double> all = batch.at(at).to_vector(), one = mine.to_vector();
+            for (size_t i = 0; i < one.size(); ++i) REQUIRE(all[b * one.size() + i] == Approx(one[i]).margin(1e-5));
+        }
+        // softmax(rot_q · rot_k / √d) over j ≤ i is the pattern.
+        const Tensor &q = alone.at("blocks.0.attn.hook_rot_q"), &k = alone.at("blocks.0.attn.hook_rot_k");  // [1,H,T,d]
+        const Tensor& pattern = alone.at("blocks.0.attn.hook_pattern");                                      // [1,H,T,T]
+        REQUIRE(q.shape() == Shape{1, H, T, d});
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t i = 0; i < T; ++i) {
+                std::vector<double> scores;
+                double total = 0, top = -1e300;
+                for (int64_t j = 0; j <= i; ++j) {
+                    double dot = 0;
+                    for (int64_t c = 0; c < d; ++c) dot += q.at(((h * T) + i) * d + c) * k.at(((h * T) + j) * d + c);
+                    scores.push_back(dot / std::sqrt(double(d)));
+                    top = std::max(top, scores.back());
+                }
+                for (double& score : scores) total += (score = std::exp(score - top));
+                for (int64_t j = 0; j <= i; ++j)
+                    REQUIRE(pattern.at((h * T + i) * T + j) == Approx(scores[j] / total).margin(1e-5));
+            }
+    }
 }
 
 TEST_CASE("float32 and float64 models agree to float32 rounding", "[model]") {

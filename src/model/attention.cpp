@@ -81,10 +81,11 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
     // weights = softmax(q kᵀ / sqrt(d) + mask) [B,H,Tq,Tk]; each head's weights v, side by side [B,Tq,D]
     const double alpha = 1.0 / std::sqrt(static_cast<double>(d));
     Attended attended;
+    Tensor qkv;  // [B,T,3D], self-attention's
     if (query.same_as(key) && key.same_as(value)) {
         // Self-attention: one product for q, k and v, then every head from it in one op.
-        attended = self_attention(linear(query, qkv_proj), n_heads_, options.rope, options.rope_start, alpha,
-                                  options.causal);
+        qkv = linear(query, qkv_proj);
+        attended = self_attention(qkv, n_heads_, options.rope, options.rope_start, alpha, options.causal);
     } else {
         Tensor q = split_heads(linear(query, q_proj), n_heads_);  // [B,H,Tq,d]
         Tensor k = split_heads(linear(key, k_proj), n_heads_);    // [B,H,Tk,d]
@@ -101,8 +102,11 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
     // [B,Tq,D], added onto the residual stream inside the projection when one is given
     Tensor output = options.residual.defined() ? residual_linear(options.residual, used, out_proj)
                                                : linear(used, out_proj);
-    Tensor heads = options.keep_heads ? split_heads(merged, n_heads_) : Tensor();              // [B,H,Tq,d]
-    return {output, attended.weights, heads, options.keep_heads ? used : Tensor()};
+    AttentionResult result;
+    result.output = output, result.weights = attended.weights;
+    if (options.keep_heads) result.heads = split_heads(merged, n_heads_);  // [B,H,Tq,d]
+    if (options.keep_inside) result.qkv = qkv, result.attended = merged, result.merged = used;
+    return result;
 }
 
 }  // namespace tinyformer

@@ -210,6 +210,10 @@ void Decoder::ablate(int64_t layer, int64_t head, const std::vector<float>& repl
     else std::copy(replacement.begin(), replacement.end(), output);
 }
 
+void Decoder::clear_ablations() {
+    for (Layer& layer : layers_) std::fill(layer.ablated.begin(), layer.ablated.end(), false);
+}
+
 const std::vector<float>& Decoder::step(int32_t id) {
     const int64_t D = config_.d_model, T = config_.context;
     if (id < 0 || id >= config_.vocab_size)
@@ -239,10 +243,28 @@ const std::vector<float>& Decoder::step(int32_t id) {
     return logits_;
 }
 
+const std::vector<float>& Decoder::prefill(const int32_t* ids, int64_t n) {
+    feed_rows(ids, n);
+    // The logits of the last position only: the one the caller draws from.
+    const int64_t D = config_.d_model;
+    layer_norm(rows_x_.data() + (n - 1) * D, ln_f_weight_, ln_f_bias_, D, h_.data());
+    linear(lm_head_t_.data(), padded(config_.vocab_size), nullptr, h_.data(), D, config_.vocab_size, logits_.data());
+    return logits_;
+}
+
+void Decoder::prefill(const int32_t* ids, int64_t n, float* logits) {
+    feed_rows(ids, n);
+    const int64_t D = config_.d_model, V = config_.vocab_size;
+    for (int64_t p = 0; p < n; ++p)  // the final layer norm of every position   [n, D]
+        layer_norm(rows_x_.data() + p * D, ln_f_weight_, ln_f_bias_, D, rows_h_.data() + p * D);
+    linear_rows(lm_head_t_.data(), padded(V), nullptr, rows_h_.data(), n, D, V, logits);  // [n, V]
+    std::copy_n(logits + (n - 1) * V, V, logits_.data());
+}
+
 // The same layers as step(), for n positions at once: every matrix product over all n rows
 // (matmul_transposed gives each row matvec_transposed's bits), then each position's
 // attention over the positions up to it, in the cache slots step() would have used.
-const std::vector<float>& Decoder::prefill(const int32_t* ids, int64_t n) {
+void Decoder::feed_rows(const int32_t* ids, int64_t n) {
     const int64_t D = config_.d_model, H = config_.n_heads, T = config_.context, d = config_.head_width();
     if (n < 1 || n > T)
         throw std::out_of_range("decoder: prefill of " + std::to_string(n) + " positions, expected 1 to " +
@@ -295,11 +317,7 @@ const std::vector<float>& Decoder::prefill(const int32_t* ids, int64_t n) {
         linear_rows(layer.fc2_t.data(), padded(D), layer.fc2_bias, rows_hidden_.data(), n, 4 * D, D, rows_out_.data());
         for (int64_t i = 0; i < n * D; ++i) rows_x_[i] += rows_out_[i];  // residual
     }
-    // The logits of the last position only: the one the caller draws from.
-    layer_norm(rows_x_.data() + (n - 1) * D, ln_f_weight_, ln_f_bias_, D, h_.data());
-    linear(lm_head_t_.data(), padded(config_.vocab_size), nullptr, h_.data(), D, config_.vocab_size, logits_.data());
     length_ = n, position_ = n;
-    return logits_;
 }
 
 }  // namespace tinyformer

@@ -153,27 +153,43 @@ Transformer::Transformer(const ModelConfig& config, uint64_t seed, DType dtype) 
     lm_head = params_.get("lm_head.weight");
 }
 
-// The attention hook points of one block, from its input h [B,T,D] and what the attention
-// computed. q, k and v are cut from the same fused product the attention takes them from
-// (h·qkv_projᵀ), their heads split, q and k rotated as the attention rotates them; the
-// pattern and each head's output are the attention's own; attn_out is the projection of the
-// heads (after any ablation) that the stream received.
-static void record_attention(const MultiHeadAttention& attention, const Tensor& h, const AttentionResult& result,
-                             const AttentionOptions& options, const std::string& at,
-                             std::map<std::string, Tensor>& activations) {
-    const int64_t B = h.dim(0), T = h.dim(1), D = h.dim(2), H = attention.n_heads();
-    const Tensor qkv = linear(h, attention.qkv_proj);                           // [B,T,3D]
-    const Tensor parts = transpose(reshape(qkv, {B * T, 3, D}), 0, 1);         // [3,B·T,D]
+// The attention hook points of one block (those `hooks` wants), from what the attention
+// computed: q, k and v are the heads of its fused product h·qkv_projᵀ, z is its heads side by
+// side (a view), the pattern its own. q and k are rotated here as the attention rotates them
+// inside its kernel, and attn_out is out_proj of the heads (after any ablation) that the
+// stream received.
+static void record_attention(const MultiHeadAttention& attention, const AttentionResult& result,
+                             const std::string& at, bool rope_positions, const ForwardHooks& hooks) {
+    std::map<std::string, Tensor>& activations = *hooks.activations;
+    const Tensor& qkv = result.qkv;  // [B,T,3D]
+    const int64_t B = qkv.dim(0), T = qkv.dim(1), D = qkv.dim(2) / 3, H = attention.n_heads(), d = D / H;
     const char* names[] = {"q", "k", "v"};
-    for (int64_t part = 0; part < 3; ++part) {
-        const Tensor heads = split_heads(reshape(select(parts, part), {B, T, D}), H);  // [B,H,T,d]
-        activations[at + "attn.hook_" + names[part]] = heads;
-        if (part < 2 && options.rope) activations[at + "attn.hook_rot_" + names[part]] = rope(heads, options.rope_start);
+    const bool rotated = rope_positions && (hooks.wants(at + "attn.hook_rot_q") || hooks.wants(at + "attn.hook_rot_k"));
+    if (rotated || hooks.wants(at + "attn.hook_q") || hooks.wants(at + "attn.hook_k") || hooks.wants(at + "attn.hook_v")) {
+        Tensor heads = split_heads(qkv, 3 * H);  // [B,3H,T,d]: q's heads, k's, v's
+        if (B > 1) heads = transpose(reshape(heads, {B, 3, H * T * d}), 0, 1);  // [3,B,H·T·d]
+        // Now q, k and v are each a block of B·H·T·d numbers, one after another: parts[first..first+count).
+        auto parts = [&](int64_t first, int64_t count) {
+            return Tensor::view_of(heads.storage(), heads.offset_bytes() + first * B * D * T * dtype_size(heads.dtype()),
+                                   {count * B, H, T, d}, heads.dtype());
+        };
+        for (int64_t part = 0; part < 3; ++part)
+            if (hooks.wants(at + "attn.hook_" + names[part]))
+                activations[at + "attn.hook_" + names[part]] = parts(part, 1);  // [B,H,T,d]
+        if (rotated) {  // q and k in one op
+            const Tensor rotated_heads = rope(parts(0, 2));  // [2B,H,T,d]
+            for (int64_t part = 0; part < 2; ++part)
+                if (hooks.wants(at + "attn.hook_rot_" + names[part]))
+                    activations[at + "attn.hook_rot_" + names[part]] = Tensor::view_of(
+                        rotated_heads.storage(), rotated_heads.offset_bytes() + part * B * D * T * dtype_size(heads.dtype()),
+                        {B, H, T, d}, heads.dtype());
+        }
     }
-    activations[at + "attn.hook_pattern"] = result.weights;                    // [B,H,T,T]
-    activations[at + "attn.hook_z"] = result.heads;                            // [B,H,T,d]
+    if (hooks.wants(at + "attn.hook_pattern")) activations[at + "attn.hook_pattern"] = result.weights;  // [B,H,T,T]
+    if (hooks.wants(at + "attn.hook_z")) activations[at + "attn.hook_z"] = reshape(result.attended, {B, T, H, d});
     // What the heads wrote into the stream: out_proj of their merged outputs, ablation included.
-    activations[at + "hook_attn_out"] = linear(result.merged, attention.out_proj);  // [B,T,D]
+    if (hooks.wants(at + "hook_attn_out"))
+        activations[at + "hook_attn_out"] = linear(result.merged, attention.out_proj);  // [B,T,D]
 }
 
 Tensor Transformer::forward(const Tensor& ids, std::vector<Tensor>* attention_maps) const {
@@ -203,7 +219,7 @@ Tensor Transformer::final_hidden(const Tensor& ids, const ForwardHooks& hooks) c
 
     // The hook points (ForwardHooks::activations): each value stored under its name.
     auto record = [&](const std::string& name, const Tensor& value) {
-        if (hooks.activations) (*hooks.activations)[name] = value;
+        if (hooks.wants(name)) (*hooks.activations)[name] = value;
     };
     Tensor x = embedding(tok_emb, ids);  // [B,T,D]
     record("hook_embed", x);
@@ -220,14 +236,14 @@ Tensor Transformer::final_hidden(const Tensor& ids, const ForwardHooks& hooks) c
         record(at + "hook_resid_pre", x);
         Tensor h = layer_norm(x, block.ln1_weight, block.ln1_bias);                     // [B,T,D]
         record(at + "ln1.hook_normalized", h);
-        const bool keep_heads = hooks.head_outputs != nullptr || hooks.activations != nullptr;
-        AttentionOptions options{.causal = true, .rope = use_rope, .keep_heads = keep_heads, .residual = x};
+        AttentionOptions options{.causal = true, .rope = use_rope, .keep_heads = hooks.head_outputs != nullptr,
+                                 .keep_inside = hooks.activations != nullptr, .residual = x};
         for (const HeadAblation& ablation : hooks.ablations)
             if (ablation.layer == static_cast<int64_t>(i)) options.ablate.push_back({ablation.head, ablation.with});
         AttentionResult attn = block.attn.forward(h, h, h, options);
         if (hooks.attention_maps) hooks.attention_maps->push_back(attn.weights);        // [B,H,T,T]
         if (hooks.head_outputs) hooks.head_outputs->push_back(attn.heads);              // [B,H,T,d]
-        if (hooks.activations) record_attention(block.attn, h, attn, options, at, *hooks.activations);
+        if (hooks.activations) record_attention(block.attn, attn, at, use_rope, hooks);
         record(at + "hook_resid_mid", attn.output);
         x = attn.output;                                                                // x + attention(h)
         h = layer_norm(x, block.ln2_weight, block.ln2_bias);                            // [B,T,D]
@@ -236,7 +252,7 @@ Tensor Transformer::final_hidden(const Tensor& ids, const ForwardHooks& hooks) c
         Tensor hidden = gelu(pre);                                                      // [B,T,4D]
         record(at + "mlp.hook_pre", pre);
         record(at + "mlp.hook_post", hidden);
-        if (hooks.activations) record(at + "hook_mlp_out", linear(hidden, block.fc2_weight, block.fc2_bias));
+        if (hooks.wants(at + "hook_mlp_out")) record(at + "hook_mlp_out", linear(hidden, block.fc2_weight, block.fc2_bias));
         x = residual_linear(x, hidden, block.fc2_weight, block.fc2_bias);               // x + fc2(hidden)
         record(at + "hook_resid_post", x);
     }

@@ -23,7 +23,9 @@
 #include <thread>
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,6 +45,7 @@
 #include "tinyformer/model/gradcheck.hpp"
 #include "tinyformer/support/interrupts.hpp"
 #include "tinyformer/inspect/inspect.hpp"
+#include "tinyformer/model/decoder.hpp"
 #include "tinyformer/model/sampler.hpp"
 #include "tinyformer/data/dataset.hpp"
 
@@ -70,13 +73,13 @@ struct Model {
     }
 
     // ids of a text the model can read in one pass: 1..context characters.
-    Tensor ids_of(const std::string& text) const {
-        const std::vector<int32_t> ids = encode(text);
+    std::vector<int32_t> ids_of(const std::string& text) const {
+        std::vector<int32_t> ids = encode(text);
         const int64_t T = static_cast<int64_t>(ids.size());
         if (T < 1 || T > config().context)
             throw InputError("text: " + std::to_string(T) + " characters, expected 1 to " +
                              std::to_string(config().context) + " (the model's context)");
-        return Tensor::ids(ids, {1, T});
+        return ids;
     }
 
     // The heads to knock out, as inspect knocks them out: "zero" puts zeros in a head's
@@ -99,6 +102,25 @@ struct Model {
         return list;
     }
 
+    // The hook points names_filter keeps (run_with_cache), checked: ValueError for a name
+    // no hook point has.
+    std::set<std::string> hook_names_wanted(const py::object& names_filter) {
+        std::set<std::string> wanted;
+        if (names_filter.is_none()) return wanted;
+        std::vector<std::string> listed;
+        if (py::isinstance<py::str>(names_filter)) listed.push_back(names_filter.cast<std::string>());
+        else if (!PyCallable_Check(names_filter.ptr())) listed = names_filter.cast<std::vector<std::string>>();
+        for (const std::string& name : listed)
+            if (std::find(hook_names_.begin(), hook_names_.end(), name) == hook_names_.end())
+                throw InputError("names_filter: \"" + name + "\" is no hook point of this model (run_with_cache(text)[1] "
+                                 "lists them)");
+        for (const std::string& name : hook_names_)
+            if (listed.empty() && PyCallable_Check(names_filter.ptr()) ? py::bool_(names_filter(name)).cast<bool>()
+                                                                       : std::find(listed.begin(), listed.end(), name) != listed.end())
+                wanted.insert(name);
+        return wanted;
+    }
+
     // Each head's mean output over the validation text, computed once.
     const std::vector<Tensor>& mean_outputs() {
         if (mean_outputs_.empty()) mean_outputs_ = mean_head_outputs(transformer(), validation_ids());
@@ -117,8 +139,54 @@ struct Model {
         return corpus.val.slice(0, measured_length(corpus.val.size(), config().context));
     }
 
+    // logits [T, V] of `ids` with `heads` knocked out (m.run): the decoder's (the sampler's and
+    // eval's arithmetic), and a cache of the last text's positions, so that a text that grows
+    // by a character from one call to the next (a Python loop of greedy answers) costs one
+    // position, as in eval. The decoder's prefill and its steps give the same bits, so the
+    // logits of a text do not depend on the calls before it. Caller holds the engine.
+    std::vector<float> run(const std::vector<int32_t>& ids, const std::vector<HeadAblation>& heads, const std::string& mode) {
+        if (!decoder_) decoder_ = std::make_unique<Decoder>(transformer());
+        std::string ablated = heads.empty() ? "" : mode;  // what the decoder's cache was computed with
+        for (const HeadAblation& head : heads) ablated += " " + std::to_string(head.layer) + "." + std::to_string(head.head);
+        if (ablated != decoder_ablated_) {
+            decoder_->clear_ablations();
+            for (const HeadAblation& head : heads) {
+                std::vector<float> replacement;
+                if (head.with.defined())
+                    for (double value : head.with.to_vector()) replacement.push_back(static_cast<float>(value));
+                decoder_->ablate(head.layer, head.head, replacement);
+            }
+            decoder_ablated_ = ablated;
+            decoded_ids_.clear();
+        }
+        const size_t V = static_cast<size_t>(config().vocab_size), n = ids.size();
+        const size_t shared = static_cast<size_t>(
+            std::mismatch(ids.begin(), ids.end(), decoded_ids_.begin(), decoded_ids_.end()).first - ids.begin());
+        if (shared == decoded_ids_.size() && shared > 0) {  // the cached text, and maybe more after it
+            for (size_t p = shared; p < n; ++p) {
+                const std::vector<float>& next = decoder_->step(ids[p]);
+                decoded_logits_.insert(decoded_logits_.end(), next.begin(), next.end());
+                decoded_ids_.push_back(ids[p]);
+            }
+        } else if (shared < n) {  // another text: its positions from the start
+            decoded_logits_.resize(n * V);
+            decoder_->prefill(ids.data(), static_cast<int64_t>(n), decoded_logits_.data());
+            decoded_ids_ = ids;
+        }  // else a beginning of the cached text: its rows as they are
+        return std::vector<float>(decoded_logits_.begin(), decoded_logits_.begin() + static_cast<std::ptrdiff_t>(n * V));
+    }
+
 private:
     std::vector<Tensor> mean_outputs_;
+
+public:
+    std::vector<std::string> hook_names_;  // every name the forward records (load() fills it)
+
+private:
+    std::unique_ptr<Decoder> decoder_;
+    std::string decoder_ablated_;            // the heads the decoder knocks out, and how
+    std::vector<int32_t> decoded_ids_;       // the text in its cache
+    std::vector<float> decoded_logits_;      // [decoded_ids_.size(), V]
 };
 
 using HeadList = std::vector<std::pair<int64_t, int64_t>>;
@@ -132,16 +200,27 @@ py::dict tally_dict(int64_t correct, int64_t total, const std::map<std::string, 
                     py::arg("accuracy") = total ? double(correct) / total : 0.0, py::arg("by_kind") = kinds);
 }
 
-// A float32 copy of `tensor` as a numpy array of `shape` (row-major), after permuting its axes
-// by `axes` (numpy's transpose order); the batch axis of [1,...] tensors is dropped first.
-py::array_t<float> to_numpy(const Tensor& tensor, std::vector<int64_t> axes = {}) {
+// A read-only float32 numpy array of `tensor`'s elements, without a copy: the array views the
+// tensor's buffer and holds it (the buffer goes back to the engine's pool when the last array
+// viewing it dies). The batch axis of a [1,...] tensor is dropped; `axes`, if given, permutes
+// the rest as numpy's transpose does, in the view's strides.
+py::array_t<float> to_numpy(const Tensor& tensor, const std::vector<int64_t>& axes = {}) {
     const Tensor values = tensor.dtype() == DType::f32 ? tensor : tensor.to(DType::f32);
     std::vector<py::ssize_t> shape(values.shape().begin(), values.shape().end());
     if (!shape.empty() && shape.front() == 1 && values.rank() > 1) shape.erase(shape.begin());  // the batch of one
-    py::array_t<float> array(shape);
-    std::memcpy(array.mutable_data(), values.data<float>(), sizeof(float) * static_cast<size_t>(values.numel()));
-    if (axes.empty()) return array;
-    return py::array_t<float>(array.attr("transpose")(py::cast(axes)).attr("copy")());
+    std::vector<py::ssize_t> strides(shape.size());
+    py::ssize_t stride = sizeof(float);
+    for (size_t i = shape.size(); i-- > 0;) strides[i] = stride, stride *= shape[i];
+    if (!axes.empty()) {
+        const std::vector<py::ssize_t> shape_before = shape, strides_before = strides;
+        for (size_t i = 0; i < axes.size(); ++i)
+            shape[i] = shape_before[static_cast<size_t>(axes[i])], strides[i] = strides_before[static_cast<size_t>(axes[i])];
+    }
+    auto* held = new std::shared_ptr<Storage>(values.storage());
+    py::capsule owner(held, [](void* storage) { delete static_cast<std::shared_ptr<Storage>*>(storage); });
+    py::array_t<float> array(shape, strides, values.data<float>(), owner);
+    py::detail::array_proxy(array.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+    return array;
 }
 
 // TransformerLens's layout for each hook point, without the batch axis: q, k, v and z are
@@ -149,10 +228,11 @@ py::array_t<float> to_numpy(const Tensor& tensor, std::vector<int64_t> axes = {}
 py::dict activations_to_numpy(const std::map<std::string, Tensor>& activations) {
     py::dict cache;
     for (const auto& [name, value] : activations) {
-        const bool per_head_rows = name.ends_with("hook_q") || name.ends_with("hook_k") || name.ends_with("hook_v") ||
-                                   name.ends_with("hook_rot_q") || name.ends_with("hook_rot_k") ||
-                                   name.ends_with("hook_z");
-        cache[py::str(name)] = per_head_rows ? to_numpy(value, {1, 0, 2}) : to_numpy(value);
+        // z is [pos, head, d_head] already; q, k, v, rot_q and rot_k are [head, pos, d_head],
+        // viewed here in TransformerLens's order.
+        const bool heads_first = name.ends_with("hook_q") || name.ends_with("hook_k") || name.ends_with("hook_v") ||
+                                 name.ends_with("hook_rot_q") || name.ends_with("hook_rot_k");
+        cache[py::str(name)] = heads_first ? to_numpy(value, {1, 0, 2}) : to_numpy(value);
     }
     return cache;
 }
@@ -167,7 +247,13 @@ std::shared_ptr<Model> load(const std::string& path) {
         throw py::error_already_set();
     }
     auto model = std::make_shared<Model>();
+    py::gil_scoped_release released;
     model->loaded = load_model(path);
+    const std::lock_guard<std::mutex> engine(engine_mutex);
+    NoGradScope no_grad;
+    std::map<std::string, Tensor> activations;  // the hook points' names, from a forward of one position
+    model->transformer().forward(Tensor::ids({0}, {1, 1}), ForwardHooks{.activations = &activations});
+    for (const auto& [name, value] : activations) model->hook_names_.push_back(name);
     return model;
 }
 
@@ -348,15 +434,17 @@ PYBIND11_MODULE(tinyformer, module) {
         .def(
             "run",
             [](Model& m, const std::string& text, const HeadList& ablate, const std::string& mode) {
-                const Tensor ids = m.ids_of(text);
-                Tensor logits;
+                const std::vector<int32_t> ids = m.ids_of(text);
+                const int64_t T = static_cast<int64_t>(ids.size()), V = m.config().vocab_size;
+                std::vector<float> logits;
                 {
                     py::gil_scoped_release released;
                     const std::lock_guard<std::mutex> engine(engine_mutex);
-                    NoGradScope no_grad;
-                    logits = m.transformer().forward(ids, ForwardHooks{.ablations = m.ablations(ablate, mode)});
+                    logits = m.run(ids, m.ablations(ablate, mode), mode);
                 }
-                return to_numpy(logits);
+                py::array_t<float> array({T, V});
+                std::copy(logits.begin(), logits.end(), array.mutable_data());
+                return array;
             },
             py::arg("text"), py::arg("ablate") = HeadList{}, py::arg("mode") = "zero",
             "logits [T, V] of text, with the heads in `ablate` ([(layer, head), ...]) knocked out as inspect "
@@ -364,8 +452,11 @@ PYBIND11_MODULE(tinyformer, module) {
             "text).")
         .def(
             "run_with_cache",
-            [](Model& m, const std::string& text, const HeadList& ablate, const std::string& mode) {
-                const Tensor ids = m.ids_of(text);
+            [](Model& m, const std::string& text, const HeadList& ablate, const std::string& mode,
+               const py::object& names_filter) {
+                const std::vector<int32_t> text_ids = m.ids_of(text);
+                const Tensor ids = Tensor::ids(text_ids, {1, static_cast<int64_t>(text_ids.size())});
+                const std::set<std::string> only = m.hook_names_wanted(names_filter);
                 std::map<std::string, Tensor> activations;
                 Tensor logits;
                 {
@@ -373,13 +464,18 @@ PYBIND11_MODULE(tinyformer, module) {
                     const std::lock_guard<std::mutex> engine(engine_mutex);
                     NoGradScope no_grad;
                     logits = m.transformer().forward(
-                        ids, ForwardHooks{.ablations = m.ablations(ablate, mode), .activations = &activations});  // [1,T,V]
+                        ids, ForwardHooks{.ablations = m.ablations(ablate, mode), .activations = &activations,
+                                          .only = names_filter.is_none() ? nullptr : &only});  // [1,T,V]
                 }
                 return py::make_tuple(to_numpy(logits), activations_to_numpy(activations));
             },
             py::arg("text"), py::arg("ablate") = HeadList{}, py::arg("mode") = "zero",
+            py::arg("names_filter") = py::none(),
             "logits [T, V] and a dict of every activation by TransformerLens's hook name (docs/python.md): "
-            "'blocks.0.attn.hook_pattern' is layer 0's attention [H, T, T]. ablate and mode as in run().")
+            "'blocks.0.attn.hook_pattern' is layer 0's attention [H, T, T], each a read-only view (.copy() one "
+            "to change it). names_filter, as TransformerLens's: a name, a list of names or a function name -> bool; "
+            "only those are kept, and what no kept name needs is not computed. ablate and mode as in run(); "
+            "the logits are the training forward's, which differ from run()'s (the decoder's) in the last bits.")
         .def(
             "loss",
             [](Model& m, const std::string& text, const HeadList& ablate, const std::string& mode) {

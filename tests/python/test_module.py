@@ -172,13 +172,90 @@ def test_threads_get_the_same_numbers(model):
         except Exception as e:  # pragma: no cover - reported below
             errors.append(e)
 
+    texts = [SENTENCE, SENTENCE[:4], "小华看着绿色的球。", SENTENCE + "谁"]
+    references = [model.run(text) for text in texts]
+    run_results = []
+
+    def run_decoder(offset):  # run()'s cache is the model's: each thread's texts pull it another way
+        try:
+            for i in range(40):
+                which = (i + offset) % len(texts)
+                run_results.append((which, model.run(texts[which])))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
     threads = [threading.Thread(target=run) for _ in range(4)]
+    threads += [threading.Thread(target=run_decoder, args=(offset,)) for offset in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert not errors
     assert len(results) == 20 and all(np.array_equal(r, reference) for r in results)
+    assert len(run_results) == 160 and all(np.array_equal(r, references[which]) for which, r in run_results)
+
+
+def test_run_does_not_depend_on_the_calls_before_it(model, run_dir):
+    """run() keeps the last text's positions and feeds only what a text adds to it: whatever
+    came before, a text's logits are a fresh model's, to the bit."""
+    text = "小丁拿着红色的苹果。谁拿着苹果？"
+    fresh = tinyformer.load(str(run_dir)).run(text)
+    histories = [[text[:3]], [text[:-1]], [text + "小丁"], ["小华看着绿色的球。"], [text[:5], text[:9], text[:2]],
+                 [text[:4]]]
+    for history in histories:
+        for before in history:
+            model.run(before)
+        assert np.array_equal(model.run(text), fresh), history
+    # A knocked-out head is not kept for the next call, nor the cache of a run without it.
+    model.run(text[:5], ablate=[(1, 1)])
+    assert np.array_equal(model.run(text), fresh)
+    ablated = tinyformer.load(str(run_dir)).run(text, ablate=[(1, 1)])
+    model.run(text[:5])
+    assert np.array_equal(model.run(text, ablate=[(1, 1)]), ablated)
+    assert not np.array_equal(ablated, fresh)
+
+
+def test_a_python_loop_of_run_scores_the_probes_as_eval(model):
+    """The greedy answers of a Python loop over run() are eval's: the same count, kind by kind."""
+    probes_path = ROOT / "corpus" / "lesson_probes.tsv"
+    rows = [line.rstrip("\n").split("\t") for line in probes_path.read_text(encoding="utf-8").splitlines(True)
+            if line.strip() and not line.startswith("#")]
+    vocab, correct = model.vocab, 0
+    for prompt, answer in rows:
+        text = prompt
+        for _ in answer:
+            text += vocab[int(np.argmax(model.run(text)[-1]))]
+        correct += text[len(prompt):] == answer
+    scored = model.probes(str(probes_path))
+    assert (correct, len(rows)) == (scored["correct"], scored["total"]) == (correct, 320)
+
+
+def test_names_filter_keeps_only_what_is_asked_for(model):
+    logits, cache = model.run_with_cache(SENTENCE)
+    names = list(cache)
+    assert len(names) == 1 + 2 * 16 + 1  # hook_embed, 16 per block, ln_final
+    for names_filter, kept in [("blocks.1.attn.hook_pattern", ["blocks.1.attn.hook_pattern"]),
+                               (["hook_embed", "blocks.0.attn.hook_rot_k"], ["blocks.0.attn.hook_rot_k", "hook_embed"]),
+                               (lambda name: name.endswith("hook_z"), ["blocks.0.attn.hook_z", "blocks.1.attn.hook_z"]),
+                               ([], [])]:
+        filtered_logits, filtered = model.run_with_cache(SENTENCE, names_filter=names_filter)
+        assert sorted(filtered) == sorted(kept), names_filter
+        assert np.array_equal(filtered_logits, logits)
+        for name in kept:
+            assert np.array_equal(filtered[name], cache[name]), name
+    with pytest.raises(ValueError, match="hook_patern"):
+        model.run_with_cache(SENTENCE, names_filter=["blocks.0.attn.hook_patern"])
+
+
+def test_the_cache_is_read_only_and_outlives_the_model(run_dir):
+    _, cache = tinyformer.load(str(run_dir)).run_with_cache(SENTENCE)
+    import gc
+    gc.collect()
+    pattern = cache["blocks.1.attn.hook_pattern"]
+    np.testing.assert_allclose(pattern.sum(-1), 1.0, rtol=0, atol=1e-5)  # still the rows of a softmax
+    with pytest.raises(ValueError, match="read-only"):
+        pattern[0, 0, 0] = 1.0
+    assert cache["blocks.0.attn.hook_q"].copy().flags.writeable
 
 
 def test_help_says_what_load_takes():
@@ -228,7 +305,13 @@ def test_ablation_is_inspects(model, run_dir, tmp_path):
     one = model.run(SENTENCE, ablate=[(1, 0)])
     both = model.run(SENTENCE, ablate=[(1, 0), (1, 1)])
     assert not np.array_equal(plain, one) and not np.array_equal(one, both)
-    assert np.array_equal(plain, model.run_with_cache(SENTENCE)[0])
+    # run() is the decoder's arithmetic, run_with_cache() the training forward's: the same
+    # logits to float32 rounding, with and without heads knocked out.
+    for where in ([], [(1, 0)], [(0, 1), (1, 1)]):
+        np.testing.assert_allclose(model.run(SENTENCE, ablate=where), model.run_with_cache(SENTENCE, ablate=where)[0],
+                                   rtol=0, atol=1e-4)
+    assert np.array_equal(model.run(SENTENCE, ablate=[(1, 0)], mode="mean"),
+                          tinyformer.load(model.path).run(SENTENCE, ablate=[(1, 0)], mode="mean"))
     with pytest.raises(ValueError, match="no head"):
         model.run(SENTENCE, ablate=[(2, 0)])
     with pytest.raises(ValueError, match="mode"):

@@ -17,7 +17,11 @@ struct AttentionResult {
     Tensor output;   // [B,Tq,D] (+ AttentionOptions::residual)
     Tensor weights;  // [B,H,Tq,Tk]: how much each query position reads each key position, per head
     Tensor heads;    // [B,H,Tq,d]: each head's output, weights v, before any ablation (with keep_heads)
-    Tensor merged;   // [B,Tq,D]: the heads side by side as out_proj read them, ablation applied (with keep_heads)
+    // With keep_inside (self-attention), what the attention computed on the way, for the hook
+    // points (ForwardHooks::activations):
+    Tensor qkv;       // [B,T,3D]: the one product q | k | v was taken from (before rotary positions)
+    Tensor attended;  // [B,T,D]: each head's weights v side by side, before any ablation
+    Tensor merged;    // [B,T,D]: the heads as out_proj read them, ablation applied
 };
 
 // One head's output replaced (AttentionOptions::ablate).
@@ -31,6 +35,7 @@ struct AttentionOptions {
     bool rope = false;        // rotate q and k by their positions (rotary embedding)
     int64_t rope_start = 0;   // position of the first query/key (for generation with a cache)
     bool keep_heads = false;  // also return each head's output as AttentionResult::heads
+    bool keep_inside = false;  // also return qkv, attended and merged (AttentionResult)
     // The residual stream [B,Tq,D]: when given, output = residual + the projection, added as
     // the projection is written (residual_linear), so the block's own output is never stored.
     Tensor residual{};

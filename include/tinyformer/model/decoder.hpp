@@ -32,6 +32,9 @@ public:
     // per loaded weight), bit for bit the logits and cache that n step() calls give. Returns
     // the logits [V] after the last one.
     const std::vector<float>& prefill(const int32_t* ids, int64_t n);
+    // prefill(), also writing every position's logits into `logits` [n, V]: row p is what
+    // the logits would be had the text ended at position p (each row step()'s bits).
+    void prefill(const int32_t* ids, int64_t n, float* logits);
 
     const ModelConfig& config() const { return config_; }
     int64_t length() const { return length_; }            // positions cached
@@ -47,6 +50,8 @@ public:
     // empty ("zero ablation"), or the head's mean output ("mean ablation"). Its attention
     // weights are still computed and kept.
     void ablate(int64_t layer, int64_t head, const std::vector<float>& replacement = {});
+    // Every head as trained again, from the next step() on.
+    void clear_ablations();
 
 private:
     // The weights of one block. Matrices are copies, transposed to [in, out] (see linear()
@@ -65,6 +70,7 @@ private:
     // One head's query at cache slot `slot` reads slots 0..cached-1: its weights into
     // layer.weights, its output [d] into `out`.
     void attend(Layer& layer, int64_t head, const float* q, int64_t cached, float* out);
+    void feed_rows(const int32_t* ids, int64_t n);             // prefill()'s layers: rows_x_ [n, D]
     void set_angles(int64_t position);                         // rope_cos_, rope_sin_ at `position`
     void rotate(float* u) const;                               // rope on one head's [d], at those angles
 

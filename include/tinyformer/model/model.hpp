@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,14 +47,20 @@ struct ForwardHooks {
     std::vector<HeadAblation> ablations{};          // heads whose output is replaced (inspect's ablation)
     // Every hook point's value by its TransformerLens name, as this forward computed it
     // (docs/python.md lists them): hook_embed [B,T,D], and per block "blocks.{l}." +
-    // hook_resid_pre, ln1.hook_normalized, attn.hook_q / hook_k (before rotary positions),
-    // attn.hook_rot_q / hook_rot_k (after), attn.hook_v [B,H,T,d], attn.hook_pattern
-    // [B,H,T,T], attn.hook_z [B,H,T,d], hook_attn_out, hook_resid_mid, ln2.hook_normalized
-    // [B,T,D], mlp.hook_pre, mlp.hook_post [B,T,4D], hook_mlp_out, hook_resid_post [B,T,D];
-    // then ln_final.hook_normalized [B,T,D]. The residual stream is the forward's own; the
-    // branch outputs (attn_out, mlp_out) and q, k, v are computed beside it from the same
-    // inputs, as the fused ops that the stream goes through compute them.
+    // hook_resid_pre, ln1.hook_normalized [B,T,D]; attn.hook_q, hook_k, hook_v [B,H,T,d]
+    // (before rotary positions), attn.hook_rot_q, hook_rot_k [B,H,T,d] (after);
+    // attn.hook_pattern [B,H,T,T]; attn.hook_z [B,T,H,d] (TransformerLens's layout, before
+    // any ablation); hook_attn_out, hook_resid_mid, ln2.hook_normalized [B,T,D];
+    // mlp.hook_pre, mlp.hook_post [B,T,4D]; hook_mlp_out, hook_resid_post [B,T,D]; then
+    // ln_final.hook_normalized [B,T,D]. The residual stream, the pattern and z are the
+    // forward's own tensors (no copies); q, k, v are split from its fused product; rot_q,
+    // rot_k and the branch outputs (attn_out, mlp_out) are computed beside the stream from
+    // the same inputs, since the fused ops the stream goes through keep them inside.
     std::map<std::string, Tensor>* activations = nullptr;
+    // With activations: only the hook points named here (every one if null); what no named
+    // point needs is not computed.
+    const std::set<std::string>* only = nullptr;
+    bool wants(const std::string& name) const { return activations && (!only || only->contains(name)); }
 };
 
 // The contract's parameter names and shapes, in a fixed order.
