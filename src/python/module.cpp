@@ -45,6 +45,7 @@
 #include "tinyformer/model/gradcheck.hpp"
 #include "tinyformer/support/interrupts.hpp"
 #include "tinyformer/inspect/inspect.hpp"
+#include "tinyformer/inspect/patching.hpp"
 #include "tinyformer/model/decoder.hpp"
 #include "tinyformer/model/sampler.hpp"
 #include "tinyformer/data/dataset.hpp"
@@ -121,6 +122,13 @@ struct Model {
         return wanted;
     }
 
+    // The model in float64, written out head by head (inspect's patching forward), made once.
+    // Caller holds the engine.
+    const DenseModel& dense() {
+        if (!dense_) dense_ = std::make_unique<DenseModel>(dense_model(transformer()));
+        return *dense_;
+    }
+
     // Each head's mean output over the validation text, computed once.
     const std::vector<Tensor>& mean_outputs() {
         if (mean_outputs_.empty()) mean_outputs_ = mean_head_outputs(transformer(), validation_ids());
@@ -184,6 +192,7 @@ public:
 
 private:
     std::unique_ptr<Decoder> decoder_;
+    std::unique_ptr<DenseModel> dense_;
     std::string decoder_ablated_;            // the heads the decoder knocks out, and how
     std::vector<int32_t> decoded_ids_;       // the text in its cache
     std::vector<float> decoded_logits_;      // [decoded_ids_.size(), V]
@@ -349,6 +358,90 @@ py::object train_in_python(const std::string& config_path, const py::dict& set, 
     return py::module_::import("json").attr("loads")(summary.dump());
 }
 
+// Activation patching of one pair of texts, as inspect patches each probe and its corrupted
+// twin (inspect/patching.hpp): the corrupted text runs with one head's output z taken from
+// the clean run, and the metric is the logit difference at the last position between the
+// two answers' characters.
+py::dict patch_in_python(Model& m, const std::string& clean_text, const std::string& corrupted_text,
+                         const py::object& answers, const HeadList& heads_asked, const py::object& position) {
+    const ModelConfig& c = m.config();
+    ProbeTwin twin;
+    twin.clean = m.ids_of(clean_text);
+    twin.corrupted = m.ids_of(corrupted_text);
+    const int64_t T = static_cast<int64_t>(twin.clean.size());
+    if (twin.corrupted.size() != twin.clean.size())
+        throw InputError("corrupted: " + std::to_string(twin.corrupted.size()) + " characters, expected as many as clean's " +
+                         std::to_string(T) + " (patching copies position by position)");
+    HeadList heads = heads_asked;
+    if (heads.empty())
+        for (int64_t l = 0; l < c.n_layers; ++l)
+            for (int64_t h = 0; h < c.n_heads; ++h) heads.emplace_back(l, h);
+    m.ablations(heads, "zero");  // checks each (layer, head)
+    // Where the head is patched: every position (None), one (an int, negative from the end),
+    // or each position alone ("each").
+    const bool each = py::isinstance<py::str>(position);
+    if (each && position.cast<std::string>() != "each")
+        throw InputError("position: \"" + position.cast<std::string>() + "\", expected None, a position or \"each\"");
+    int64_t at = -1;
+    if (!each && !position.is_none()) {
+        at = position.cast<int64_t>();
+        if (at < -T || at >= T)
+            throw InputError("position: " + std::to_string(at) + ", expected -" + std::to_string(T) + ".." +
+                             std::to_string(T - 1) + " (the text's positions)");
+        if (at < 0) at += T;
+    }
+    std::vector<std::string> answer_chars;
+    if (!answers.is_none()) {
+        answer_chars = answers.cast<std::vector<std::string>>();
+        if (answer_chars.size() != 2)
+            throw InputError("answers: " + std::to_string(answer_chars.size()) +
+                             " items, expected (clean answer, corrupted answer)");
+        const std::vector<int32_t> clean_answer = m.encode(answer_chars[0]), corrupted_answer = m.encode(answer_chars[1]);
+        if (clean_answer.empty() || corrupted_answer.empty()) throw InputError("answers: an empty answer");
+        twin.clean_answer = clean_answer.front();  // the metric reads the answers' first characters
+        twin.corrupted_answer_id = corrupted_answer.front();
+    }
+
+    double clean = 0, corrupted = 0;
+    std::vector<std::vector<double>> patched(heads.size());  // [heads][1 or T]
+    {
+        py::gil_scoped_release released;
+        const std::lock_guard<std::mutex> engine(engine_mutex);
+        const DenseModel& model = m.dense();
+        const Trace clean_run = traced_forward(model, twin.clean), corrupted_run = traced_forward(model, twin.corrupted);
+        if (answer_chars.empty()) {  // each run's own greedy prediction at the last position
+            Eigen::Index best = 0;
+            clean_run.logits.row(T - 1).maxCoeff(&best);
+            twin.clean_answer = static_cast<int32_t>(best);
+            corrupted_run.logits.row(T - 1).maxCoeff(&best);
+            twin.corrupted_answer_id = static_cast<int32_t>(best);
+        }
+        clean = logit_difference(clean_run, twin);
+        corrupted = logit_difference(corrupted_run, twin);
+        for (size_t i = 0; i < heads.size(); ++i) {
+            const auto [layer, head] = heads[i];
+            for (int64_t t = each ? 0 : at; t < (each ? T : at + 1); ++t)
+                patched[i].push_back(logit_difference(
+                    traced_forward(model, twin.corrupted, patch_output(layer, head, t, clean_run.z[layer][head]), &corrupted_run),
+                    twin));
+        }
+    }
+    if (twin.clean_answer == twin.corrupted_answer_id)
+        throw InputError("answers: both runs answer \"" + encode_utf8(m.loaded.vocab.decode({twin.clean_answer})) +
+                         "\", so no difference is there to recover; give answers=(clean, corrupted)");
+    py::list patched_list, recovered_list;
+    for (const std::vector<double>& values : patched) {
+        std::vector<double> recovered;
+        for (double value : values) recovered.push_back(recovered_fraction(value, clean, corrupted));
+        if (each) patched_list.append(py::cast(values)), recovered_list.append(py::cast(recovered));
+        else patched_list.append(values.front()), recovered_list.append(recovered.front());
+    }
+    return py::dict(py::arg("answers") = py::make_tuple(encode_utf8(m.loaded.vocab.decode({twin.clean_answer})),
+                                                        encode_utf8(m.loaded.vocab.decode({twin.corrupted_answer_id}))),
+                    py::arg("clean") = clean, py::arg("corrupted") = corrupted, py::arg("heads") = heads,
+                    py::arg("patched") = patched_list, py::arg("recovered") = recovered_list);
+}
+
 // The gradient checks of `tinyformer gradcheck`: a row per check.
 py::list gradcheck_in_python() {
     std::vector<GradCheckResult> results;
@@ -512,6 +605,16 @@ PYBIND11_MODULE(tinyformer, module) {
             py::arg("path"), py::arg("ablate") = HeadList{}, py::arg("mode") = "zero",
             "Greedy answers to a prompt<TAB>answer file, as eval scores them: {'accuracy', 'correct', 'total', "
             "'by_kind'}; with ablate, inspect's ablation accuracy.")
+        .def("patch", &patch_in_python, py::arg("clean"), py::arg("corrupted"), py::arg("answers") = py::none(),
+             py::arg("heads") = HeadList{}, py::arg("position") = py::none(),
+             "Activation patching, as inspect patches a probe and its corrupted twin: the corrupted text (as "
+             "long as the clean one) runs with one head's output taken from the clean run, and the metric is "
+             "logit(clean answer) - logit(corrupted answer) at the last position. answers: the two answers "
+             "(their first characters count; default: each run's own prediction). heads: [(layer, head), ...] "
+             "(default every head), each patched alone. position: None (every position), a position, or "
+             "'each' (each position alone: a list per head). Returns {'answers', 'clean', 'corrupted', "
+             "'heads', 'patched' (logit differences), 'recovered' ((patched - corrupted) / (clean - "
+             "corrupted): 1, the head alone carries the answer)}. In float64, as inspect's.")
         .def(
             "sample",
             [](const Model& m, const std::string& prompt, int64_t max_new, double temperature, int64_t top_k,

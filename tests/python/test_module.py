@@ -318,6 +318,38 @@ def test_ablation_is_inspects(model, run_dir, tmp_path):
         model.run(SENTENCE, ablate=[(0, 0)], mode="half")
 
 
+def test_patch_is_inspects(model, run_dir, tmp_path):
+    """patch() of each kind's example twin gives circuits.json's patching numbers, to the bit."""
+    import json
+    subprocess.run([CLI, "inspect", "--checkpoint", str(run_dir), "--out", str(tmp_path),
+                    "--probes", str(ROOT / "corpus" / "lesson_probes.tsv")], check=True, capture_output=True)
+    kinds = json.loads((tmp_path / "circuits.json").read_text())["patching"]["kinds"]
+    assert sorted(kind["kind"] for kind in kinds) == ["colour", "who"]
+    for kind in kinds:
+        example = kind["example"]
+        clean, corrupted = example["clean_prompt"], example["corrupted_prompt"]
+        answers = (example["clean_answer"], example["corrupted_answer"])
+        each = model.patch(clean, corrupted, answers=answers, position="each")
+        assert each["heads"] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        assert each["clean"] == example["clean_logit_difference"]
+        assert each["corrupted"] == example["corrupted_logit_difference"]
+        assert each["recovered"] == example["recovered_by_position"], kind["kind"]
+        # One position, one head: that entry of the table; every position at once differs from it.
+        last = model.patch(clean, corrupted, answers=answers, heads=[(1, 1)], position=-1)
+        assert last["recovered"] == [example["recovered_by_position"][3][-1]]
+        assert last["answers"] == (answers[0][0], answers[1][0])
+        everywhere = model.patch(clean, corrupted, answers=answers)
+        assert len(everywhere["recovered"]) == 4 and everywhere["recovered"] != [row[-1] for row in each["recovered"]]
+    with pytest.raises(ValueError, match="as many as"):
+        model.patch(SENTENCE, SENTENCE[:-1])
+    with pytest.raises(ValueError, match="no difference"):
+        model.patch(SENTENCE, SENTENCE)
+    with pytest.raises(ValueError, match="position"):
+        model.patch(SENTENCE, SENTENCE, answers=("小", "阿"), position=10)
+    with pytest.raises(ValueError, match="no head"):
+        model.patch(SENTENCE, SENTENCE, answers=("小", "阿"), heads=[(0, 2)])
+
+
 def _lesson_set(steps):
     return {"train.steps": steps, "train.eval_every": 10, "train.threads": 1, "logging.log_every": 1}
 
