@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "tinyformer/engine/autograd.hpp"
+#include "tinyformer/model/decoder.hpp"
 #include "tinyformer/model/sampler.hpp"
 #include "tinyformer/support/errors.hpp"
 
@@ -72,11 +73,11 @@ TEST_CASE("KV-cache generation equals full recomputation", "[sampler]") {
         std::vector<int32_t> ids = {1, 4, 2, 6, 0, 3, 3, 5};
         NoGradScope no_grad;
         Tensor full = model.forward(Tensor::ids(ids, {1, 8}));  // [1,8,7]
-        KVCache cache = model.make_cache();
-        model.forward_cached(Tensor::ids({1, 4, 2}, {1, 3}), cache);  // a prompt of 3, then one at a time
+        Decoder decoder(model);
+        decoder.prefill(ids.data(), 3);  // a prompt of 3, then one at a time, as generate() reads them
         for (int t = 3; t < 8; ++t) {
-            Tensor step = model.forward_cached(Tensor::ids({ids[t]}, {1, 1}), cache);
-            for (int v = 0; v < 7; ++v) REQUIRE(step.at(v) == Approx(full.at(t * 7 + v)).margin(1e-5));
+            const std::vector<float>& step = decoder.step(ids[t]);
+            for (int v = 0; v < 7; ++v) REQUIRE(step[v] == Approx(full.at(t * 7 + v)).margin(1e-5));
         }
 
         // Greedy text agrees within the context.

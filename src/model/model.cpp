@@ -2,7 +2,6 @@
 #include "tinyformer/model/model.hpp"
 
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <stdexcept>
 
@@ -259,68 +258,6 @@ Tensor Transformer::final_hidden(const Tensor& ids, const ForwardHooks& hooks) c
     const Tensor normalized = layer_norm(x, ln_f_weight, ln_f_bias);  // [B,T,D]
     record("ln_final.hook_normalized", normalized);
     return normalized;
-}
-
-}  // namespace tinyformer
-
-namespace tinyformer {
-
-KVCache Transformer::make_cache() const {
-    KVCache cache;
-    const DType dtype = params_.dtype();
-    for (int64_t i = 0; i < config_.n_layers; ++i) {
-        cache.keys.push_back(Tensor::zeros({config_.n_heads, config_.context, config_.head_width()}, dtype));
-        cache.values.push_back(Tensor::zeros({config_.n_heads, config_.context, config_.head_width()}, dtype));
-    }
-    return cache;
-}
-
-// Drops the oldest `count` cached positions of every layer and head (rope only).
-static void drop_oldest(KVCache& cache, int64_t count) {
-    for (std::vector<Tensor>* caches : {&cache.keys, &cache.values})
-        for (Tensor& layer : *caches) {
-            const int64_t H = layer.dim(0), capacity = layer.dim(1), d = layer.dim(2);
-            const size_t element = dtype_size(layer.dtype());
-            std::byte* base = layer.storage()->bytes() + layer.offset_bytes();
-            for (int64_t h = 0; h < H; ++h) {
-                std::byte* head = base + h * capacity * d * element;
-                std::memmove(head, head + count * d * element, (cache.length - count) * d * element);
-            }
-        }
-    cache.length -= count;
-}
-
-Tensor Transformer::forward_cached(const Tensor& ids, KVCache& cache) const {
-    NoGradScope no_grad;
-    const int64_t Tn = ids.dim(1);
-    const bool use_rope = config_.positions == "rope";
-    if (Tn > config_.context)
-        throw ShapeError("model: " + std::to_string(Tn) + " new positions exceed the context " +
-                         std::to_string(config_.context));
-    if (cache.length + Tn > config_.context) {
-        if (!use_rope)
-            throw ShapeError("model: learned positions end at " + std::to_string(config_.context) +
-                             "; restart the cache with the last characters");
-        drop_oldest(cache, cache.length + Tn - config_.context);
-    }
-
-    Tensor x = embedding(tok_emb, ids);  // [1,Tn,D]
-    if (!use_rope) {
-        std::vector<int32_t> positions(Tn);
-        for (int64_t t = 0; t < Tn; ++t) positions[t] = static_cast<int32_t>(cache.next_position + t);
-        x = add(x, embedding(pos_emb, Tensor::ids(positions, {Tn})));
-    }
-    for (size_t i = 0; i < blocks_.size(); ++i) {
-        const Block& block = blocks_[i];
-        Tensor h = layer_norm(x, block.ln1_weight, block.ln1_bias);
-        x = add(x, block.attn.forward_cached(h, cache.keys[i], cache.values[i], cache.length, cache.next_position,
-                                             use_rope));
-        h = layer_norm(x, block.ln2_weight, block.ln2_bias);
-        x = add(x, linear(gelu(linear(h, block.fc1_weight, block.fc1_bias)), block.fc2_weight, block.fc2_bias));
-    }
-    cache.length += Tn;
-    cache.next_position += Tn;
-    return linear(layer_norm(x, ln_f_weight, ln_f_bias), lm_head);  // [1,Tn,V]
 }
 
 }  // namespace tinyformer

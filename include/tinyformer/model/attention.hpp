@@ -58,13 +58,6 @@ public:
     AttentionResult forward(const Tensor& query, const Tensor& key, const Tensor& value,
                             const AttentionOptions& options = {}) const;
 
-    // Generation with a key/value cache (no autograd): x [1,Tn,D] are the next Tn positions,
-    // starting at absolute position `position`. Their keys and values are written into the
-    // caches [H,capacity,d] after the `cached` entries already there; the queries attend over
-    // all cached + Tn entries (causally among the new ones). Returns [1,Tn,D].
-    Tensor forward_cached(const Tensor& x, Tensor& key_cache, Tensor& value_cache, int64_t cached,
-                          int64_t position, bool use_rope) const;
-
     int64_t n_heads() const { return n_heads_; }
     Tensor q_proj, k_proj, v_proj, out_proj;  // each [D,D] = [out,in], no bias
     // q_proj, k_proj, v_proj stacked [3D,D] (a view of the same weights): self-attention

@@ -24,14 +24,6 @@ struct ModelConfig {
     void validate() const;  // throws std::invalid_argument naming the key at fault
 };
 
-// The keys and values of every layer for the positions generated so far, so that each new
-// character costs one position's work, not the whole window's.
-struct KVCache {
-    std::vector<Tensor> keys, values;  // per layer [H, context, d]
-    int64_t length = 0;                // positions held
-    int64_t next_position = 0;         // absolute position of the next character
-};
-
 // One head knocked out: head `head` of layer `layer` outputs `with` [d] at every position
 // instead of its weights·v — zeros if it is empty ("zero ablation"), or the head's mean output
 // ("mean ablation").
@@ -90,13 +82,6 @@ public:
     // Mean cross-entropy of forward(ids) against targets [B,T], the LM head and the loss
     // computed together (linear_cross_entropy) so that the [B,T,V] logits are never held whole.
     Tensor loss(const Tensor& ids, const Tensor& targets, const ForwardHooks& hooks = {}) const;
-
-    // Generation: feeds the next characters ids [1,Tn] and returns their logits [1,Tn,V].
-    // Beyond the context the window slides: with rope the oldest cached positions are
-    // dropped (rotary attention depends only on distances, so the kept keys stay valid);
-    // learned positions cannot slide, so the cache must be restarted (see sampler.cpp).
-    KVCache make_cache() const;
-    Tensor forward_cached(const Tensor& ids, KVCache& cache) const;
 
     const ModelConfig& config() const { return config_; }
     Parameters& parameters() { return params_; }
