@@ -105,7 +105,7 @@ AttentionResult MultiHeadAttention::forward(const Tensor& query, const Tensor& k
     AttentionResult result;
     result.output = output, result.weights = attended.weights;
     if (options.keep_heads) result.heads = split_heads(merged, n_heads_);  // [B,H,Tq,d]
-    if (options.keep_inside) result.qkv = qkv, result.attended = merged, result.merged = used;
+    if (options.keep_inside) result.qkv = qkv, result.attended = merged;
     return result;
 }
 

@@ -186,9 +186,26 @@ static void record_attention(const MultiHeadAttention& attention, const Attentio
     }
     if (hooks.wants(at + "attn.hook_pattern")) activations[at + "attn.hook_pattern"] = result.weights;  // [B,H,T,T]
     if (hooks.wants(at + "attn.hook_z")) activations[at + "attn.hook_z"] = reshape(result.attended, {B, T, H, d});
-    // What the heads wrote into the stream: out_proj of their merged outputs, ablation included.
-    if (hooks.wants(at + "hook_attn_out"))
-        activations[at + "hook_attn_out"] = linear(result.merged, attention.out_proj);  // [B,T,D]
+}
+
+// after − before, element by element: what a branch added to the residual stream, as the stream
+// received it. (The forward adds each branch inside its fused product, residual_linear, so the
+// branch's own output is never stored; this difference is that output rounded as the sum
+// rounded it, and before + it gives `after` back, to the bit wherever the subtraction is exact.)
+static Tensor increment(const Tensor& after, const Tensor& before) {
+    if (after.dtype() != DType::f32 && after.dtype() != DType::f64) return add(after, scale(before, -1.0));
+    Tensor difference = Tensor::empty(after.shape(), after.dtype());
+    const int64_t n = after.numel();
+    if (after.dtype() == DType::f32) {
+        const float *a = after.data<float>(), *b = before.data<float>();
+        float* out = difference.data<float>();
+        for (int64_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
+    } else {
+        const double *a = after.data<double>(), *b = before.data<double>();
+        double* out = difference.data<double>();
+        for (int64_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
+    }
+    return difference;
 }
 
 Tensor Transformer::forward(const Tensor& ids, std::vector<Tensor>* attention_maps) const {
@@ -243,6 +260,7 @@ Tensor Transformer::final_hidden(const Tensor& ids, const ForwardHooks& hooks) c
         if (hooks.attention_maps) hooks.attention_maps->push_back(attn.weights);        // [B,H,T,T]
         if (hooks.head_outputs) hooks.head_outputs->push_back(attn.heads);              // [B,H,T,d]
         if (hooks.activations) record_attention(block.attn, attn, at, use_rope, hooks);
+        if (hooks.wants(at + "hook_attn_out")) record(at + "hook_attn_out", increment(attn.output, x));  // [B,T,D]
         record(at + "hook_resid_mid", attn.output);
         x = attn.output;                                                                // x + attention(h)
         h = layer_norm(x, block.ln2_weight, block.ln2_bias);                            // [B,T,D]
@@ -251,8 +269,9 @@ Tensor Transformer::final_hidden(const Tensor& ids, const ForwardHooks& hooks) c
         Tensor hidden = gelu(pre);                                                      // [B,T,4D]
         record(at + "mlp.hook_pre", pre);
         record(at + "mlp.hook_post", hidden);
-        if (hooks.wants(at + "hook_mlp_out")) record(at + "hook_mlp_out", linear(hidden, block.fc2_weight, block.fc2_bias));
+        const Tensor resid_mid = x;
         x = residual_linear(x, hidden, block.fc2_weight, block.fc2_bias);               // x + fc2(hidden)
+        if (hooks.wants(at + "hook_mlp_out")) record(at + "hook_mlp_out", increment(x, resid_mid));  // [B,T,D]
         record(at + "hook_resid_post", x);
     }
     const Tensor normalized = layer_norm(x, ln_f_weight, ln_f_bias);  // [B,T,D]

@@ -105,11 +105,17 @@ def test_cache_names_shapes_and_consistency(model):
         for name in ["attn.hook_q", "attn.hook_k", "attn.hook_v", "attn.hook_rot_q", "attn.hook_rot_k", "attn.hook_z"]:
             assert cache[at + name].shape == (T, H, d), name
         assert cache[at + "mlp.hook_pre"].shape == (T, 4 * D)
-        # The stream: what each part adds, to float32 rounding; the next block reads this one's output.
-        np.testing.assert_allclose(cache[at + "hook_resid_pre"] + cache[at + "hook_attn_out"],
-                                   cache[at + "hook_resid_mid"], rtol=0, atol=1e-4)
-        np.testing.assert_allclose(cache[at + "hook_resid_mid"] + cache[at + "hook_mlp_out"],
-                                   cache[at + "hook_resid_post"], rtol=0, atol=1e-4)
+        # The stream: what each branch added, as the stream received it (to the bit here); the
+        # branch outputs are the heads through out_proj and the MLP's output, to float32 rounding.
+        assert np.array_equal(cache[at + "hook_resid_pre"] + cache[at + "hook_attn_out"], cache[at + "hook_resid_mid"])
+        assert np.array_equal(cache[at + "hook_resid_mid"] + cache[at + "hook_mlp_out"], cache[at + "hook_resid_post"])
+        w = model.weights()
+        np.testing.assert_allclose(cache[at + "hook_attn_out"],
+                                   np.einsum("thd,ehd->te", cache[at + "attn.hook_z"],
+                                             w[at + "attn.out_proj.weight"].reshape(D, H, d)), rtol=0, atol=1e-5)
+        np.testing.assert_allclose(cache[at + "hook_mlp_out"],
+                                   cache[at + "mlp.hook_post"] @ w[at + "mlp.fc2.weight"].T + w[at + "mlp.fc2.bias"],
+                                   rtol=0, atol=1e-5)
         if layer == 0:
             assert np.array_equal(cache["blocks.0.hook_resid_post"], cache["blocks.1.hook_resid_pre"])
         # The pattern is softmax(q·k / √d) over the earlier positions, from the cached rotated q and k.

@@ -21,7 +21,6 @@ struct AttentionResult {
     // points (ForwardHooks::activations):
     Tensor qkv;       // [B,T,3D]: the one product q | k | v was taken from (before rotary positions)
     Tensor attended;  // [B,T,D]: each head's weights v side by side, before any ablation
-    Tensor merged;    // [B,T,D]: the heads as out_proj read them, ablation applied
 };
 
 // One head's output replaced (AttentionOptions::ablate).
@@ -35,7 +34,7 @@ struct AttentionOptions {
     bool rope = false;        // rotate q and k by their positions (rotary embedding)
     int64_t rope_start = 0;   // position of the first query/key (for generation with a cache)
     bool keep_heads = false;  // also return each head's output as AttentionResult::heads
-    bool keep_inside = false;  // also return qkv, attended and merged (AttentionResult)
+    bool keep_inside = false;  // also return qkv and attended (AttentionResult)
     // The residual stream [B,Tq,D]: when given, output = residual + the projection, added as
     // the projection is written (residual_linear), so the block's own output is never stored.
     Tensor residual{};

@@ -45,9 +45,10 @@ struct ForwardHooks {
     // any ablation); hook_attn_out, hook_resid_mid, ln2.hook_normalized [B,T,D];
     // mlp.hook_pre, mlp.hook_post [B,T,4D]; hook_mlp_out, hook_resid_post [B,T,D]; then
     // ln_final.hook_normalized [B,T,D]. The residual stream, the pattern and z are the
-    // forward's own tensors (no copies); q, k, v are split from its fused product; rot_q,
-    // rot_k and the branch outputs (attn_out, mlp_out) are computed beside the stream from
-    // the same inputs, since the fused ops the stream goes through keep them inside.
+    // forward's own tensors (no copies); q, k, v are split from its fused product and rot_q,
+    // rot_k rotated beside it; the branch outputs attn_out and mlp_out are what the stream
+    // received (resid_mid − resid_pre, resid_post − resid_mid), since the fused products the
+    // stream goes through add them without storing them.
     std::map<std::string, Tensor>* activations = nullptr;
     // With activations: only the hook points named here (every one if null); what no named
     // point needs is not computed.
