@@ -3,6 +3,7 @@
 // scripts/torch_reference.py grads writes, so the two engines can be compared.
 #include <cmath>
 #include <cstdio>
+#include <stdexcept>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -37,18 +38,19 @@ Runner add_grads(CLI::App& app) {
         NamedTensors grads;
         for (const auto& [name, p] : params.named()) grads.emplace_back(name, p.grad());
         std::sort(grads.begin(), grads.end(), [](auto& a, auto& b) { return a.first < b.first; });
-        // The loss is a float32 tensor: its shortest decimal (NaN and infinities as before).
+        // The loss is a float32 tensor: its shortest decimal. One that is not finite (weights so
+        // large that the forward overflows) is refused: no file, and no number JSON cannot hold.
         const float loss_value = static_cast<float>(loss.item());
-        char loss_text[32];
-        std::snprintf(loss_text, sizeof loss_text, "%.9g", loss.item());
-        const std::string loss_json =
-            std::isfinite(loss_value) ? nlohmann::json(json_number(loss_value)).dump() : loss_text;
-        write_file_atomic(args->out, safetensors_bytes(grads, {{"loss", loss_json}}));
-        // One JSON line: a loss that is not finite is null (JSON has no NaN), the path escaped.
-        const std::string out_json =
-            nlohmann::json(args->out).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        std::printf("{\"loss\": %s, \"out\": %s}\n", std::isfinite(loss_value) ? loss_json.c_str() : "null",
-                    out_json.c_str());
+        if (!std::isfinite(loss_value))
+            throw std::runtime_error(args->checkpoint + ": the loss on " + args->text + "'s first window is " +
+                                     (std::isnan(loss_value) ? "NaN" : "infinite") +
+                                     " (the forward overflows float32); no gradients written");
+        const nlohmann::json loss_json = json_number(loss_value);
+        write_file_atomic(args->out, safetensors_bytes(grads, {{"loss", loss_json.dump()}}));
+        // One JSON line, as the JSON library writes it (the path escaped; bytes that are not
+        // UTF-8 replaced).
+        const nlohmann::ordered_json line = {{"loss", loss_json}, {"out", args->out}};
+        std::printf("%s\n", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         return kExitOk;
     };
 }

@@ -42,7 +42,7 @@ expect_short "attention.json's weights" $((2 * 16 * 16)) < <(grep -o '"weights":
 printf '小丁拿着红色的苹果。谁拿着苹果？小丁。\n' > "$scratch/text.txt"
 out=$("$tf" grads --checkpoint "$scratch/run" --text "$scratch/text.txt" --out "$scratch/grads.safetensors" 2>"$scratch/err") \
   || fail "grads: $(cat "$scratch/err")"
-loss=$(grep -oE '"loss": [^,]*' <<< "$out" | cut -d' ' -f2)
+loss=$(grep -oE '"loss":[^,]*' <<< "$out" | cut -d: -f2)
 [[ $loss =~ ^[0-9.e+-]+$ ]] && pass "grads prints its loss: $loss" || fail "grads' output: $out"
 expect_short "grads' loss" 1 <<< "$loss"
 expect_in "$(head -c 2000 "$scratch/grads.safetensors" | tr -d '\000')" "\"loss\":\"$loss\"" "the file's metadata holds the same loss"
@@ -52,6 +52,24 @@ out=$("$tf" grads --checkpoint "$scratch/run" --text "$scratch/text.txt" --out "
   || fail "grads --out with a quote: $(cat "$scratch/err")"
 escaped=${odd//\\/\\\\}
 escaped=${escaped//\"/\\\"}
-[[ $out == "{\"loss\": $loss, \"out\": \"$escaped\"}" ]] \
+[[ $out == "{\"loss\":$loss,\"out\":\"$escaped\"}" ]] \
   && pass "grads' line is JSON with a quote in the path" || fail "grads' line is not JSON: $out"
+python3 -c 'import json, sys; json.loads(sys.argv[1])' "$out" && pass "... which Python's json reads" || fail "grads' line: $out"
+# A loss that is not finite (an LM head near float32's largest: the logits overflow) is refused,
+# with one line and exit 1, and no file; finite weights load, so only the loss can tell.
+python3 - "$scratch/run/model.safetensors" "$scratch/huge.safetensors" <<'PY'
+import json, struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+size = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + size])
+begin, end = header["lm_head.weight"]["data_offsets"]
+data[8 + size + begin:8 + size + end] = struct.pack("<f", 3e38) * ((end - begin) // 4)
+open(sys.argv[2], "wb").write(data)
+PY
+rm -f "$scratch/huge_grads.safetensors"
+expect_exit 1 "grads of a model whose loss overflows: exit 1" -- \
+  "$tf" grads --checkpoint "$scratch/huge.safetensors" --text "$scratch/text.txt" --out "$scratch/huge_grads.safetensors"
+expect_in "$err" "first window is NaN" "... saying the loss is NaN"
+one_line "grads' NaN loss"
+[[ ! -e $scratch/huge_grads.safetensors ]] && pass "... and writing no file" || fail "grads wrote a file for a NaN loss"
 finish
