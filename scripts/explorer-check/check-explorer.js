@@ -14,6 +14,10 @@
 //      holds 2 (skipped on a 404);
 //   7. no console error, no page error, no request outside the server's own origin (and data:);
 //   8. screenshots in OUTDIR;
+//   9. other sites (access.hpp): a page served from another loopback port cannot use it — its
+//      no-cors text/plain POST to /api/run is answered 403, its JSON POST dies at the preflight,
+//      its GET of /api/model cannot be read — and a name rebound to 127.0.0.1 (Chromium's
+//      --host-resolver-rules, as DNS rebinding would) gets 403 for the page and the API;
 // and the server, sent SIGINT, exits 0 within 5 s. Prints a line per step; on a failure, one
 // line saying why, and exits 1 (2: usage, or the server or the browser would not start).
 //
@@ -78,7 +82,10 @@ function stopServer(child, ms) {
 }
 
 async function api(origin, route, body) {
-  const reply = await fetch(origin + route, body === undefined ? {} : { method: "POST", body: JSON.stringify(body) });
+  // A POST must say it is JSON: the server refuses any other body (access.hpp).
+  const reply = await fetch(origin + route, body === undefined ? {} : {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  });
   return { status: reply.status, json: await reply.json() };
 }
 
@@ -400,6 +407,63 @@ async function steps(browser, origin, binary, checkpoint, outdir, faults) {
   await page.close();
 }
 
+// ---- 9. Other sites --------------------------------------------------------------------------
+
+// A page of another origin (a node server on another loopback port) tries the explorer's API
+// three ways, and Chromium, told that rebound.test is 127.0.0.1, opens the explorer under that
+// name. Each attempt must fail; the statuses come from the browser's own network events.
+async function otherSites(origin) {
+  const http = require("http");
+  const attacker = `<!doctype html><meta charset="utf-8"><title>another site</title><script>
+    const target = ${JSON.stringify(origin)};
+    const body = JSON.stringify({ text: "小丁拿着红色的苹果。" });
+    async function attempt(what, request) {
+      try { const reply = await request(); return what + ": " + (reply.type === "opaque" ? "opaque" : "read " + reply.status); }
+      catch (error) { return what + ": failed"; }
+    }
+    window.results = Promise.all([
+      attempt("text/plain POST", () => fetch(target + "/api/run", { method: "POST", mode: "no-cors", headers: { "Content-Type": "text/plain" }, body })),
+      attempt("JSON POST", () => fetch(target + "/api/run", { method: "POST", headers: { "Content-Type": "application/json" }, body })),
+      attempt("GET /api/model", () => fetch(target + "/api/model")),
+    ]);
+  </script>`;
+  const site = http.createServer((request, response) => {
+    response.writeHead(200, { "Content-Type": "text/html; charset=utf-8" });
+    response.end(attacker);
+  });
+  await new Promise((resolve) => site.listen(0, "127.0.0.1", resolve));
+  const siteOrigin = `http://127.0.0.1:${site.address().port}`;
+  const port = new URL(origin).port;
+  const browser = await launchChromium(puppeteer, CHROMIUM, ["--host-resolver-rules=MAP rebound.test 127.0.0.1"]);
+  try {
+    const page = await browser.newPage();
+    const statuses = [];  // what the explorer answered each request the other site's page sent
+    page.on("response", (response) => {
+      if (response.url().startsWith(origin + "/")) statuses.push(`${response.request().method()} ${new URL(response.url()).pathname} ${response.status()}`);
+    });
+    await page.goto(siteOrigin + "/", { waitUntil: "load" });
+    const results = await page.evaluate(() => window.results);
+    check(JSON.stringify(results) === JSON.stringify(["text/plain POST: opaque", "JSON POST: failed", "GET /api/model: failed"]),
+          `step 9: the other site's page got ${JSON.stringify(results)}`);
+    check(statuses.includes("POST /api/run 403"),
+          `step 9: the explorer did not answer the other site's text/plain POST with 403 (${statuses.join(", ") || "no response seen"})`);
+    check(!statuses.includes("POST /api/run 200"), `step 9: the explorer ran the other site's POST (${statuses.join(", ")})`);
+
+    const rebound = `http://rebound.test:${port}`;
+    const pageReply = await page.goto(rebound + "/", { waitUntil: "load" });
+    const shown = await page.evaluate(() => document.body.innerText);
+    check(pageReply.status() === 403 && shown.includes("is not this server"),
+          `step 9: ${rebound}/ answered ${pageReply.status()}: ${shown.slice(0, 120)}`);
+    const apiStatus = await page.evaluate(async () => (await fetch("/api/model")).status);  // same origin to the browser
+    check(apiStatus === 403, `step 9: ${rebound}/api/model, from a page of that origin, answered ${apiStatus}`);
+    console.log(`step 9 ok: from ${siteOrigin}: ${results.join("; ")} (the explorer answered ${statuses.join(", ")}); ` +
+                `under ${rebound} (rebound to 127.0.0.1): the page 403, /api/model 403`);
+  } finally {
+    await browser.close();
+    site.close();
+  }
+}
+
 async function main() {
   const [binary, checkpoint, outdir] = process.argv.slice(2);
   if (!binary || !checkpoint || !outdir) {
@@ -431,6 +495,7 @@ async function main() {
     const shots = ["explorer.png", "explorer-hover.png", "explorer-unknown.png", "split-merge.png"]
       .filter((f) => fs.existsSync(path.join(outdir, f)));
     console.log(`step 8 ok: screenshots in ${outdir}: ${shots.join(", ")}`);
+    await otherSites(server.origin);
   } catch (error) {
     const why = error instanceof Failure ? error.message : `${error.message.split("\n")[0]}`;
     // A script error or a stray request is often the cause: named beside the failed check.

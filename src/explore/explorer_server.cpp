@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <csignal>
+#include <mutex>
+#include <set>
 #include <cstdio>
 #include <stdexcept>
 #include <string_view>
@@ -13,7 +15,9 @@
 #include <vector>
 
 #include "tinyformer/engine/backend.hpp"
+#include "tinyformer/explore/access.hpp"
 #include "tinyformer/explore/explorer_api.hpp"
+#include "tinyformer/explore/page_policy.hpp"
 
 namespace tinyformer::assets {
 extern const std::string_view explorer_html;  // src/explore/explorer.html
@@ -54,7 +58,55 @@ void not_routed(const httplib::Request& req, httplib::Response& res) {
                              "/api/sample"));
 }
 
-bool is_loopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1"; }
+// A request target ("/path?a=1&token=…&b=2") without its token parameter.
+std::string without_token(const std::string& target) {
+    const size_t question = target.find('?');
+    if (question == std::string::npos) return target;
+    std::string kept;
+    size_t start = question + 1;
+    while (start <= target.size()) {
+        const size_t end = std::min(target.find('&', start), target.size());
+        const std::string pair = target.substr(start, end - start);
+        if (!pair.empty() && pair.rfind("token=", 0) != 0 && pair != "token") kept += (kept.empty() ? "?" : "&") + pair;
+        start = end + 1;
+    }
+    return target.substr(0, question) + kept;
+}
+
+// The access checks (access.hpp) before any route: a refused request gets 403 and its one
+// line, and the log says why, once per Host, Origin or reason. A page's first load with the
+// right ?token= gets the token's cookie and is sent on to the same address without it.
+void add_access_checks(httplib::Server& server, const AccessPolicy& policy) {
+    server.set_pre_routing_handler([&policy](const httplib::Request& req, httplib::Response& res) {
+        auto header = [&req](const char* name) -> std::optional<std::string> {
+            if (!req.has_header(name)) return std::nullopt;
+            return req.get_header_value(name);
+        };
+        RequestHeaders request{.method = req.method, .path = req.path, .host = header("Host"),
+                               .origin = header("Origin"), .content_type = header("Content-Type"),
+                               .cookie = header("Cookie"), .authorization = header("Authorization"),
+                               .token_parameter = std::nullopt};
+        if (req.has_param("token")) request.token_parameter = req.get_param_value("token");
+        if (const std::optional<Refusal> refusal = check_access(policy, request)) {
+            static std::mutex logged_mutex;
+            static std::set<std::string> logged;
+            {
+                const std::lock_guard<std::mutex> lock(logged_mutex);
+                if (logged.insert(refusal->log_key).second)
+                    spdlog::warn("refused {} {} from {}: {} (said once for this reason)", req.method, req.path,
+                                 req.remote_addr, refusal->message);
+            }
+            send(res, api_error(refusal->status, refusal->message));
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        if (request.token_parameter && req.method == "GET") {  // the printed address: a cookie from now on
+            res.set_header("Set-Cookie", token_cookie(policy.token));
+            res.set_redirect(without_token(req.target), 303);
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        return httplib::Server::HandlerResponse::Unhandled;
+    });
+}
 
 // SIGINT and SIGTERM are blocked in every thread and taken by one thread with sigwait,
 // which stops the server: no work in a signal handler. Blocked first, before any thread
@@ -72,7 +124,7 @@ sigset_t block_stop_signals() {
 }
 
 // How the server runs: `workers` threads, the body limit, timeouts, sockets and headers.
-void configure_server(httplib::Server& server, int workers) {
+void configure_server(httplib::Server& server, int workers, const std::vector<std::string_view>& pages) {
     server.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
     server.set_payload_max_length(kMaxBodyBytes);
     server.set_keep_alive_timeout(2);  // an idle browser connection holds a worker for at most 2 s
@@ -82,7 +134,9 @@ void configure_server(httplib::Server& server, int workers) {
         int yes = 1;
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
-    server.set_default_headers({{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
+    httplib::Headers headers = {{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}};
+    for (const auto& [name, value] : page_policy_headers(pages)) headers.emplace(name, value);
+    server.set_default_headers(headers);
 }
 
 // The pages and the API, and a JSON reply for everything else. `api` and `split_merge_page`
@@ -135,9 +189,6 @@ int bind_server(httplib::Server& server, const ServeRequest& request) {
     if (!bound)
         throw std::runtime_error("cannot listen on " + request.host + " port " + std::to_string(request.port) +
                                  " (in use, or not an address of this machine; try another --port)");
-    if (!is_loopback(request.host))
-        spdlog::warn("listening on {}: anyone who can reach this machine on that network can use the explorer",
-                     request.host);
     return port;
 }
 
@@ -175,12 +226,27 @@ void serve_explorer(const ServeRequest& request) {
     httplib::Server server;
     const int workers = request.threads > 0 ? request.threads
                                             : std::max(4, static_cast<int>(std::thread::hardware_concurrency()));
-    configure_server(server, workers);
+    configure_server(server, workers, {assets::explorer_html, split_merge_page});
     add_routes(server, api, split_merge_page);
     const int port = bind_server(server, request);
+
+    // Beyond loopback, a token (access.hpp); on loopback the Host and Origin checks suffice,
+    // unless --token asks for one there too.
+    std::string token = request.token;
+    if (!is_loopback_address(request.host)) {
+        if (request.no_token)
+            spdlog::warn("listening on {} without a token (--no-token): anyone who can reach this machine on that "
+                         "network can use the explorer and read the model",
+                         request.host);
+        else if (token.empty())
+            token = new_access_token();
+    }
+    const AccessPolicy policy = access_policy(request.host, port, request.allow_hosts, token);
+    add_access_checks(server, policy);
     const std::string host = request.host.find(':') != std::string::npos ? "[" + request.host + "]" : request.host;
-    std::printf("serving the explorer for %s at http://%s:%d/ (%d workers; Ctrl-C stops)\n", api.loaded().path.c_str(),
-                host.c_str(), port, workers);
+    const std::string address = "http://" + host + ":" + std::to_string(port) + "/" + (token.empty() ? "" : "?token=" + token);
+    std::printf("serving the explorer for %s at %s (%d workers; Ctrl-C stops)\n", api.loaded().path.c_str(),
+                address.c_str(), workers);
     std::fflush(stdout);
 
     if (!listen_until_stopped(server, stop_signals)) throw std::runtime_error("the server stopped with an error");

@@ -3,7 +3,8 @@
 # its status and a JSON error (and the server still up after them), /api/sample equal to
 # `tinyformer sample`, a load test (500 requests to /api/run from 16 clients at once, every
 # answer byte-identical to the same request's answer alone; its rate and the server's peak
-# RSS printed), a warning for a non-local host, a busy port, and a clean exit on SIGINT and
+# RSS printed), the access checks (Host, Origin, Content-Type, the token; access.hpp) and the
+# page policy headers, each case and its negative, a busy port, and a clean exit on SIGINT and
 # SIGTERM.
 source "$(dirname "$0")/common.sh"
 command -v curl >/dev/null || { fail "curl is missing (Debian package curl; scripts/install-deps.sh installs it)"; finish; }
@@ -122,10 +123,10 @@ mkdir -p "$scratch/load"
 texts=("小丁拿着红色的苹果。谁拿着苹果？" "阿平看着绿色的球。球是什么颜色？" "小华丢了白色的灯。" "谁拿着苹果？")
 for k in 0 1 2 3; do
   printf '{"text":"%s","ablate":["L0H%d"]}' "${texts[$k]}" $((k % 2)) >"$scratch/load/body$k"
-  curl -s -o "$scratch/load/expected$k" -X POST --data-binary "@$scratch/load/body$k" "$url/api/run"
+  curl -s -o "$scratch/load/expected$k" -X POST -H 'Content-Type: application/json' --data-binary "@$scratch/load/body$k" "$url/api/run"
 done
 start=$EPOCHREALTIME
-seq 0 499 | xargs -P 16 -I{} sh -c 'k=$(({} % 4)); curl -s -o "$1/load/got{}" -w "%{http_code}\n" -X POST --data-binary "@$1/load/body$k" "$2/api/run"' _ "$scratch" "$url" >"$scratch/load/codes"
+seq 0 499 | xargs -P 16 -I{} sh -c 'k=$(({} % 4)); curl -s -o "$1/load/got{}" -w "%{http_code}\n" -X POST -H "Content-Type: application/json" --data-binary "@$1/load/body$k" "$2/api/run"' _ "$scratch" "$url" >"$scratch/load/codes"
 elapsed=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
 ok=$(grep -c '^200$' "$scratch/load/codes")
 same=0
@@ -138,13 +139,101 @@ echo "load: 500 requests from 16 clients in ${elapsed} s; the server's peak RSS 
 [[ $peak_kb -lt 1048576 ]] && pass "load: peak RSS $((peak_kb / 1024)) MiB, under 1 GiB" || fail "load: peak RSS $((peak_kb / 1024)) MiB"
 stop_server INT main
 
-# Another address than this machine's: served, with a warning; a busy port: exit 1.
-start_server open --host 0.0.0.0 --port 0
-expect_in "$(cat "$scratch/open.err")" "anyone who can reach this machine" "--host 0.0.0.0 warns who can use it"
+# Who may use it (access.hpp): a page the user visits must not reach the server under another
+# name (DNS rebinding) or POST to it from another site. Each case, and its negative.
+start_server guarded --port 0 --allow-host explorer.test
 port=${url##*:}
+# hcall HOST [CURL ARGS...] PATH: a request with that Host header; status in $status, reply in $reply.
+hcall() {
+  local host=$1; shift
+  status=$(curl -s -o "$scratch/reply" -w '%{http_code}' -H "Host: $host" "$@")
+  reply=$(cat "$scratch/reply")
+}
+expect_refused() {  # expect_refused NEEDLE DESCRIPTION
+  if [[ $status == 403 && $reply == '{"error":"'* && $reply == *"$1"* ]]; then pass "$2: 403, $(head -c 120 <<<"$reply")"
+  else fail "$2: status $status, reply $(head -c 200 <<<"$reply") (expected 403 with: $1)"; fi
+}
+hcall "evil.example:$port" "$url/api/model"
+expect_refused 'Host \"evil.example:'"$port"'\" is not this server' "GET /api/model with Host evil.example (DNS rebinding)"
+hcall evil.example -H 'Origin: http://evil.example' -H 'Content-Type: text/plain' --data '{"text":"小丁拿着红色的苹果。"}' "$url/api/run"
+expect_refused 'is not this server' "the issue's cross-site text/plain POST under a rebound name"
+hcall "evil.example:$port" "$url/"
+expect_refused 'is not this server' "the page itself under a rebound name"
+hcall "localhost:$((port + 1))" "$url/api/model"
+expect_refused 'is not this server' "the right name with another port"
+status=$(curl -s -o "$scratch/reply" -w '%{http_code}' -H 'Host:' "$url/api/model"); reply=$(cat "$scratch/reply")
+expect_refused 'no Host header' "a request without a Host header"
+for host in "localhost:$port" "127.0.0.1:$port" "[::1]:$port" "LocalHost:$port" "explorer.test:$port"; do
+  hcall "$host" "$url/api/model"
+  [[ $status == 200 ]] && pass "Host $host: 200" || fail "Host $host: $status $(head -c 150 <<<"$reply")"
+done
+hcall "127.0.0.1:$port" -H 'Origin: http://evil.example' -H 'Content-Type: application/json' --data '{"text":"小丁"}' "$url/api/run"
+expect_refused 'Origin \"http://evil.example\" is not this server' "a JSON POST from another site's page"
+hcall "127.0.0.1:$port" -H 'Origin: null' -H 'Content-Type: application/json' --data '{"text":"小丁"}' "$url/api/run"
+expect_refused 'Origin \"null\"' "a POST from an opaque origin (a sandboxed frame, a file)"
+hcall "127.0.0.1:$port" -H 'Content-Type: text/plain' --data '{"text":"小丁"}' "$url/api/run"
+expect_refused 'expected application/json' "a text/plain POST (a cross-site form or fetch sends one without asking)"
+hcall "127.0.0.1:$port" --data '{"prompt":"小丁"}' "$url/api/sample"
+expect_refused 'expected application/json' "a form-encoded POST to /api/sample"
+hcall "127.0.0.1:$port" -H "Origin: http://127.0.0.1:$port" -H 'Content-Type: application/json; charset=utf-8' --data '{"text":"小丁"}' "$url/api/run"
+[[ $status == 200 ]] && pass "a POST from the page's own origin: 200" || fail "own-origin POST: $status $(head -c 150 <<<"$reply")"
+hcall "localhost:$port" -H 'Content-Type: application/json' --data '{"prompt":"小丁","max_new":3}' "$url/api/sample"
+[[ $status == 200 ]] && pass "a JSON POST without an Origin (curl, a script): 200" || fail "no-Origin POST: $status"
+hcall "evil.example:$port" "$url/api/model"; hcall "evil.example:$port" "$url/api/model"
+refusals=$(grep -c 'Host "evil.example' "$scratch/guarded.err")
+[[ $refusals -eq 1 ]] && pass "the log says why, once for a name however often it comes" \
+  || fail "the log has $refusals lines for evil.example: $(cat "$scratch/guarded.err")"
+# The answers' headers: the page may load nothing from elsewhere, no site may frame it.
+for path in / /api/model /api/nothing; do
+  headers=$(curl -s -D - -o /dev/null "$url$path" | tr -d '\r')
+  [[ $headers == *"Content-Security-Policy: default-src 'self'; script-src 'sha256-"* && $headers == *"frame-ancestors 'none'"* \
+     && $headers == *"X-Frame-Options: DENY"* && $headers == *"Referrer-Policy: no-referrer"* ]] \
+    && pass "GET $path: CSP (hashed scripts), frame-ancestors 'none', X-Frame-Options, Referrer-Policy" \
+    || fail "GET $path: headers $headers"
+done
+headers=$(curl -s -D - -o /dev/null -H "Host: evil.example:$port" "$url/" | tr -d '\r')
+[[ $headers == *"X-Frame-Options: DENY"* ]] && pass "... on a refusal too" || fail "a 403's headers: $headers"
+[[ $(curl -s "$url/" | grep -c 'onsubmit=\|onclick=\|onload=') -eq 0 ]] && pass "the page has no inline event handlers (CSP runs none)" \
+  || fail "the page has inline event handlers, which its CSP blocks"
+stop_server INT guarded
+
+# A token: asked for when --token is given (here, on loopback) and beyond loopback.
+secret=0123456789abcdef-token
+start_server token --port 0 --token "$secret"
+port=${url##*:}
+grep -q "http://127.0.0.1:$port/?token=$secret" "$scratch/token.out" && pass "the printed address carries the token" \
+  || fail "the address: $(cat "$scratch/token.out")"
+url="http://127.0.0.1:$port"
+call GET /api/model
+expect_refused 'no token' "no token"
+status=$(curl -s -o "$scratch/reply" -w '%{http_code}' -H "Cookie: tinyformer_token=${secret}x" "$url/api/model"); reply=$(cat "$scratch/reply")
+expect_refused 'wrong token' "a wrong token in the cookie"
+first=$(curl -s -D - -o /dev/null "$url/?text=%E5%B0%8F&token=$secret&pos=1" | tr -d '\r')
+[[ $first == "HTTP/1.1 303"* ]] && pass "the printed address: 303" || fail "the first load: $first"
+expect_in "$first" "Set-Cookie: tinyformer_token=$secret; Path=/; HttpOnly; SameSite=Strict" "... setting an HttpOnly, SameSite=Strict cookie"
+expect_in "$first" "Location: /?text=%E5%B0%8F&pos=1"$'\n' "... and sending the browser on without the token in its address"
+for auth in "Cookie: tinyformer_token=$secret" "Authorization: token $secret"; do
+  status=$(curl -s -o /dev/null -w '%{http_code}' -H "$auth" "$url/api/model")
+  [[ $status == 200 ]] && pass "${auth%%:*} with the token: 200" || fail "${auth%%:*} with the token: $status"
+done
+stop_server TERM token
+
+# Beyond loopback: a random token unless --no-token, which warns; a busy port: exit 1.
+start_server open --host 0.0.0.0 --port 0
+grep -qE 'http://0\.0\.0\.0:[0-9]+/\?token=[0-9a-f]{64} ' "$scratch/open.out" && pass "--host 0.0.0.0: a random 64-digit token in the address" \
+  || fail "--host 0.0.0.0: $(cat "$scratch/open.out")"
+port=$(grep -oE '0\.0\.0\.0:[0-9]+' "$scratch/open.out" | cut -d: -f2)
+status=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/api/model")
+[[ $status == 403 ]] && pass "--host 0.0.0.0: a request without the token: 403" || fail "--host 0.0.0.0 without a token: $status"
 expect_exit 1 "a port in use: exit 1" -- "$tf" serve --checkpoint "$scratch/run" --host 0.0.0.0 --port "$port"
 expect_in "$err" "cannot listen on 0.0.0.0 port $port" "... with a message naming the port"
 stop_server TERM open
+start_server bare --host 0.0.0.0 --port 0 --no-token
+expect_in "$(cat "$scratch/bare.err")" "without a token (--no-token): anyone who can reach this machine" "--no-token warns who can use it"
+stop_server TERM bare
+expect_exit 2 "--token and --no-token together: exit 2" -- "$tf" serve --checkpoint "$scratch/run" --token "$secret" --no-token
+expect_exit 2 "a short --token: exit 2" -- "$tf" serve --checkpoint "$scratch/run" --token short
+expect_in "$err" "expected at least 16 letters" "... saying what a token must be"
 
 expect_exit 2 "a missing checkpoint: exit 2" -- "$tf" serve --checkpoint "$scratch/nothing"
 expect_exit 2 "a port out of range: exit 2" -- "$tf" serve --checkpoint "$scratch/run" --port 70000
