@@ -3,6 +3,7 @@
 #include "catch.hpp"
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -113,7 +114,7 @@ std::vector<std::vector<double>> sliding_window_logits(const Transformer& model,
             for (int64_t i = 0; i < D; ++i) x[i] += attn_out[i];
             const std::vector<double> fc1_bias = weight(at + "mlp.fc1.bias"), fc2_bias = weight(at + "mlp.fc2.bias");
             std::vector<double> hidden = linear(weight(at + "mlp.fc1.weight"), layer_norm(x, at + "ln2"), 4 * D, &fc1_bias);
-            for (double& u : hidden) u = 0.5 * u * (1 + std::tanh(std::sqrt(2 / M_PI) * (u + 0.044715 * u * u * u)));
+            for (double& u : hidden) u = 0.5 * u * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (u + 0.044715 * u * u * u)));
             const std::vector<double> mlp_out = linear(weight(at + "mlp.fc2.weight"), hidden, D, &fc2_bias);
             for (int64_t i = 0; i < D; ++i) x[i] += mlp_out[i];
         }

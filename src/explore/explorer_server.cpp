@@ -2,10 +2,15 @@
 
 #include <httplib.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
+#include <functional>
+#include <map>
+#include <utility>
 #include <mutex>
 #include <set>
 #include <cstdio>
@@ -56,6 +61,62 @@ void not_routed(const httplib::Request& req, httplib::Response& res) {
         }
     send(res, api_error(404, req.path + ": not found; the explorer is at /, its API at /api/model, /api/run and "
                              "/api/sample"));
+}
+
+// The heavy requests (/api/run, /api/sample: a forward pass, a sample) computed at once: at
+// most `workers`, and at most workers − 1 for one client (its address), so that another
+// client always finds one free. A heavy request that finds none is answered 503 with
+// Retry-After at once instead of waiting: under a flood, the connections waiting for a
+// thread are answered in microseconds each and the queue drains.
+class HeavySlots {
+public:
+    explicit HeavySlots(int workers) : total_(workers), per_client_(std::max(1, workers - 1)) {}
+    bool take(const std::string& client) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        int& mine = by_client_[client];
+        if (in_flight_ >= total_ || mine >= per_client_) {
+            if (mine == 0) by_client_.erase(client);
+            return false;
+        }
+        ++in_flight_, ++mine;
+        return true;
+    }
+    void give_back(const std::string& client) {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        --in_flight_;
+        if (--by_client_[client] == 0) by_client_.erase(client);
+    }
+    int total() const { return total_; }
+    int per_client() const { return per_client_; }
+
+private:
+    const int total_, per_client_;
+    std::mutex mutex_;
+    int in_flight_ = 0;
+    std::map<std::string, int> by_client_;
+};
+
+// Runs `compute` in a slot of `slots`, or answers 503 (logged once) when there is none.
+void in_a_slot(HeavySlots& slots, const httplib::Request& req, httplib::Response& res,
+               const std::function<ApiReply()>& compute) {
+    if (!slots.take(req.remote_addr)) {
+        static std::atomic<bool> said{false};
+        if (!said.exchange(true))
+            spdlog::warn("busy: {} heavy requests at once ({} per client) are being computed; more get 503 "
+                         "(said once)",
+                         slots.total(), slots.per_client());
+        res.set_header("Retry-After", "1");
+        send(res, api_error(503, "busy: " + std::to_string(slots.total()) + " requests are being computed (" +
+                                     std::to_string(slots.per_client()) + " at most from one client); try again in "
+                                     "a second"));
+        return;
+    }
+    struct GiveBack {
+        HeavySlots& slots;
+        const std::string& client;
+        ~GiveBack() { slots.give_back(client); }
+    } give_back{slots, req.remote_addr};
+    send(res, compute());
 }
 
 // A request target ("/path?a=1&token=…&b=2") without its token parameter.
@@ -123,16 +184,30 @@ sigset_t block_stop_signals() {
     return stop_signals;
 }
 
+// The socket the server listens on (set_socket_options sees it first).
+int listening_socket = -1;
+
 // How the server runs: `workers` threads, the body limit, timeouts, sockets and headers.
 void configure_server(httplib::Server& server, int workers, const std::vector<std::string_view>& pages) {
-    server.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
+    // Threads for connections, more than the computing workers (HeavySlots): a connection
+    // that cannot compute is answered at once, and the page's light requests never wait for
+    // a computation.
+    const size_t connection_threads = static_cast<size_t>(std::max(32, 4 * workers));
+    server.new_task_queue = [connection_threads] { return new httplib::ThreadPool(connection_threads); };
     server.set_payload_max_length(kMaxBodyBytes);
-    server.set_keep_alive_timeout(2);  // an idle browser connection holds a worker for at most 2 s
+    // A connection holds a worker while it is open: one request each, so that a browser's
+    // idle keep-alive connections (up to six) cannot hold every worker. On loopback a new
+    // connection costs tens of microseconds.
+    server.set_keep_alive_max_count(1);
+    // A client that stops sending (a stalled body, a half-sent header) is cut off after 2 s
+    // without a byte.
+    server.set_read_timeout(2, 0);
     // SO_REUSEADDR only: a restarted server may take its port back at once, but a second
     // server may not share it (httplib's default, SO_REUSEPORT, would let it).
     server.set_socket_options([](int sock) {
         int yes = 1;
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+        listening_socket = sock;
     });
     httplib::Headers headers = {{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}};
     for (const auto& [name, value] : page_policy_headers(pages)) headers.emplace(name, value);
@@ -141,7 +216,8 @@ void configure_server(httplib::Server& server, int workers, const std::vector<st
 
 // The pages and the API, and a JSON reply for everything else. `api` and `split_merge_page`
 // must outlive the server.
-void add_routes(httplib::Server& server, const ExplorerApi& api, const std::string& split_merge_page) {
+void add_routes(httplib::Server& server, const ExplorerApi& api, const std::string& split_merge_page,
+                HeavySlots& slots) {
     server.Get("/", [](const httplib::Request&, httplib::Response& res) {
         res.set_content(std::string(assets::explorer_html), "text/html; charset=utf-8");
     });
@@ -149,11 +225,11 @@ void add_routes(httplib::Server& server, const ExplorerApi& api, const std::stri
         res.set_content(split_merge_page, "text/html; charset=utf-8");
     });
     server.Get("/api/model", [&api](const httplib::Request&, httplib::Response& res) { send(res, api.model()); });
-    server.Post("/api/run", [&api](const httplib::Request& req, httplib::Response& res) {
-        send(res, api.run(req.body));
+    server.Post("/api/run", [&api, &slots](const httplib::Request& req, httplib::Response& res) {
+        in_a_slot(slots, req, res, [&] { return api.run(req.body); });
     });
-    server.Post("/api/sample", [&api](const httplib::Request& req, httplib::Response& res) {
-        send(res, api.sample(req.body));
+    server.Post("/api/sample", [&api, &slots](const httplib::Request& req, httplib::Response& res) {
+        in_a_slot(slots, req, res, [&] { return api.sample(req.body); });
     });
     // Browsers ask for an icon: none, and no 404 in their console.
     server.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
@@ -227,8 +303,14 @@ void serve_explorer(const ServeRequest& request) {
     const int workers = request.threads > 0 ? request.threads
                                             : std::max(4, static_cast<int>(std::thread::hardware_concurrency()));
     configure_server(server, workers, {assets::explorer_html, split_merge_page});
-    add_routes(server, api, split_merge_page);
+    HeavySlots slots(workers);
+    add_routes(server, api, split_merge_page, slots);
     const int port = bind_server(server, request);
+    // cpp-httplib listens with a backlog of 5 connections: beyond them, a burst's connections
+    // are dropped and their clients try again a second later (TCP's SYN retransmission), the
+    // page's among them. The backlog is raised to the system's limit (listen() again on a
+    // listening socket sets it).
+    if (listening_socket >= 0) ::listen(listening_socket, SOMAXCONN);
 
     // Beyond loopback, a token (access.hpp); on loopback the Host and Origin checks suffice,
     // unless --token asks for one there too.

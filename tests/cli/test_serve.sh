@@ -3,7 +3,8 @@
 # its status and a JSON error (and the server still up after them), /api/sample equal to
 # `tinyformer sample`, a load test (500 requests to /api/run from 16 clients at once, every
 # answer byte-identical to the same request's answer alone; its rate and the server's peak
-# RSS printed), the access checks (Host, Origin, Content-Type, the token; access.hpp) and the
+# RSS printed), bounded work (a flood of 400 leaves the page usable; a stalled body is cut
+# off), the access checks (Host, Origin, Content-Type, the token; access.hpp) and the
 # page policy headers, each case and its negative, a busy port, and a clean exit on SIGINT and
 # SIGTERM.
 source "$(dirname "$0")/common.sh"
@@ -54,7 +55,8 @@ expect_error() {
   fi
 }
 
-start_server main --port 0 --threads 4
+# 17 computing at once: 16 from one client (the load test below), one kept for another client.
+start_server main --port 0 --threads 17
 pass "serve listens at $url"
 call GET /api/model
 [[ $status == 200 ]] && pass "GET /api/model: 200" || fail "GET /api/model: $status $reply"
@@ -138,6 +140,32 @@ peak_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
 echo "load: 500 requests from 16 clients in ${elapsed} s; the server's peak RSS $((peak_kb / 1024)) MiB"
 [[ $peak_kb -lt 1048576 ]] && pass "load: peak RSS $((peak_kb / 1024)) MiB, under 1 GiB" || fail "load: peak RSS $((peak_kb / 1024)) MiB"
 stop_server INT main
+
+# Bounded work: at most --threads heavy requests computed at once, one fewer from one client;
+# the next gets 503 and Retry-After at once. A flood of 400 from 127.0.0.2 leaves the page
+# usable from 127.0.0.1 within 1 s (scripts/flood_explorer.py: loopback only, bounded).
+start_server busy --port 0 --threads 4
+if python3 "$src/scripts/flood_explorer.py" "$url" --requests 400 --within 1.0 >"$scratch/flood.out" 2>&1; then
+  pass "a flood of 400: $(grep -E '^(flood|the page)' "$scratch/flood.out" | tr '\n' ' ')"
+else
+  fail "a flood of 400: $(tr '\n' ' ' <"$scratch/flood.out")"
+fi
+grep -q ' × 503 with Retry-After' "$scratch/flood.out" && pass "... the flood beyond the workers got 503 with Retry-After" \
+  || fail "the flood got no 503: $(head -1 "$scratch/flood.out")"
+kill -0 "$pid" 2>/dev/null && pass "... and the server is still up" || fail "the flood killed the server"
+# A client that stops sending its body holds a connection for the read timeout (2 s), then is cut off.
+port=${url##*:}
+start=$EPOCHREALTIME
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+printf 'POST /api/run HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"te' "$port" >&3
+status=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' --data '{"text":"小丁"}' "$url/api/run")
+[[ $status == 200 ]] && pass "while a body stalls, another request: 200" || fail "while a body stalls: $status"
+timeout 10 cat <&3 >/dev/null
+exec 3<&-
+waited=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+awk -v w="$waited" 'BEGIN { exit !(w >= 1.5 && w < 5) }' && pass "a stalled body is cut off after ${waited} s (read timeout 2 s)" \
+  || fail "a stalled body was cut off after ${waited} s, expected about 2"
+stop_server INT busy
 
 # Who may use it (access.hpp): a page the user visits must not reach the server under another
 # name (DNS rebinding) or POST to it from another site. Each case, and its negative.
