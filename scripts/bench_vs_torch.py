@@ -49,6 +49,13 @@ WORKLOADS = {
                   ["--batch", "8", "--context", "32"]),
     "shakespeare": (["--config", "configs/shakespeare_char.toml", "--set", "data.path={shakespeare}"],
                     ["--batch", "12", "--d-model", "128", "--heads", "4", "--layers", "4", "--vocab", "65"]),
+    # nanoGPT's shakespeare-char shape (10.7 M parameters): a step is ~100 times the
+    # Shakespeare shape's work, so fewer steps per run.
+    "shakespeare_l6d384": (["--config", "configs/shakespeare_char.toml", "--set", "data.path={shakespeare}",
+                            "--set", "model.n_layers=6", "--set", "model.n_heads=6", "--set", "model.d_model=384",
+                            "--set", "model.context=256", "--steps", "3", "--repeats", "3"],
+                           ["--batch", "12", "--context", "256", "--d-model", "384", "--heads", "6", "--layers", "6",
+                            "--vocab", "65", "--steps", "10"]),
 }
 
 
@@ -142,7 +149,7 @@ def main():
     p.add_argument("--isa", choices=["native", "avx2"], default="native")
     a = p.parse_args()
     bf16 = a.precision == "bf16"
-    shakespeare = shakespeare_text() if "shakespeare" in a.only.split(",") else None
+    shakespeare = shakespeare_text() if any(n.startswith("shakespeare") for n in a.only.split(",")) else None
     torch = Torch(a.torch, AVX2_TORCH_ENV if a.isa == "avx2" else None)
     ours_env = dict(os.environ, **AVX2_TINYFORMER_ENV) if a.isa == "avx2" else None
     info = run_json(torch.command("info"), TORCH_ENV)
@@ -178,7 +185,7 @@ def main():
     results = {"setup": header}
     for name in a.only.split(","):
         ours_args, torch_args = WORKLOADS[name]
-        if name == "shakespeare":
+        if name.startswith("shakespeare"):
             ours_args = [arg.format(shakespeare=shakespeare) for arg in ours_args]
         if bf16:
             ours_args = ours_args + ["--set", "train.precision=bf16"]
@@ -187,8 +194,9 @@ def main():
             for v in variants:
                 bench = torch.command("bench", *variant_arguments(v, bf16), "--threads", str(a.threads), *torch_args)
                 theirs[v].append(run_json(bench, TORCH_ENV)["train_tokens_per_s"])
-            ours_run = run_json([a.tinyformer, "bench", "--json", "--threads", str(a.threads), "--repeats", "5"]
-                                + ours_args, ours_env)
+            repeats = [] if "--repeats" in ours_args else ["--repeats", "5"]
+            ours_run = run_json([a.tinyformer, "bench", "--json", "--threads", str(a.threads)] + repeats + ours_args,
+                                ours_env)
             if a.isa == "avx2" and (ours_run["kernels"] != "avx2" or ours_run["onednn_isa"] != "AVX2"):
                 sys.exit(f"bench_vs_torch: --isa avx2: tinyformer ran {ours_run['kernels']} kernels and oneDNN "
                          f"{ours_run['onednn_isa']}")
