@@ -61,7 +61,19 @@ TEST_CASE("a profile counts each kernel of a training step and changes no result
     CHECK(calls_starting_with(profile, "gelu_forward") == L);
     CHECK(calls_starting_with(profile, "cross_entropy_forward") == 1);
     for (const Profile::Entry& e : profile.entries) CHECK(e.seconds >= 0);
-
+    // Bytes: each argument once. GELU reads x and writes y, [2,8,4D] floats each, per block.
+    REQUIRE(find(profile, "gelu_forward [2,8,64]"));
+    CHECK(find(profile, "gelu_forward [2,8,64]")->bytes == static_cast<double>(L * 2 * (2 * 8 * 64) * 4));
+    // The MLP's second product: x [2,8,64] @ W [16,64]ᵀ, its bias [16], the residual [2,8,16]
+    // it adds and the result [2,8,16], float32.
+    const Profile::Entry* fc2 = find(profile, "gemm 2× 8×64 @ 64×16ᵀ + bias + residual");
+    REQUIRE(fc2);
+    CHECK(fc2->bytes == static_cast<double>(fc2->calls * (2 * 8 * 64 + 16 * 64 + 16 + 2 * 2 * 8 * 16) * 4));
+    // A weight's gradient added into its [16,16] buffer: dY and X [2,8,16] read, the gradient
+    // read and written.
+    const Profile::Entry* d_weight = find(profile, "gemm 2(summed)× 16×8ᵀ @ 8×16 +=");
+    REQUIRE(d_weight);
+    CHECK(d_weight->bytes == static_cast<double>(d_weight->calls * (2 * 2 * 8 * 16 + 2 * 16 * 16) * 4));
     const int64_t before = calls_starting_with(profile, "layer_norm_forward");
     model.loss(inputs, next);  // after the scope: nothing more is counted
     CHECK(calls_starting_with(profile, "layer_norm_forward") == before);

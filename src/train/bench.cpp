@@ -19,6 +19,7 @@
 #include "tinyformer/engine/cpu_budget.hpp"
 #include "tinyformer/engine/cpu_load.hpp"
 #include "tinyformer/engine/kernel_targets.hpp"
+#include "tinyformer/engine/threads.hpp"
 #include "tinyformer/engine/rng.hpp"
 #include "tinyformer/model/sampler.hpp"
 #include "tinyformer/support/errors.hpp"
@@ -110,6 +111,9 @@ std::vector<double> measure_training(const BenchOptions& options, BenchResult& r
             bench_step(model, adam, batches[step++ % batches.size()], options, &result.profile);
         result.profile_seconds = seconds_since(start);
         result.profile_steps = options.steps_per_repeat;
+        // The yardsticks for the kernels' bytes per second, on the same threads, right after.
+        result.memory_bandwidth = measure_copy_bandwidth(int64_t{256} << 20);
+        result.cache_bandwidth = measure_copy_bandwidth((int64_t{128} << 10) * running_threads());
     }
     return tokens_per_s;
 }
@@ -265,12 +269,20 @@ void print_profile(const BenchResult& result) {
     std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
     std::printf("\n  where a training step's %.2f ms go (%lld profiled steps, per step; own kernels on %s):\n",
                 step_ms, (long long)result.profile_steps, kernel_target().c_str());
-    std::printf("    %8s %6s %6s  %s\n", "ms", "share", "calls", "kernel");
-    for (const Profile::Entry& e : entries)
-        std::printf("    %8.3f %5.1f%% %6.0f  %s\n", 1e3 * e.seconds / steps, 100.0 * 1e3 * e.seconds / steps / step_ms,
-                    static_cast<double>(e.calls) / steps, e.kernel.c_str());
+    std::printf("  GB/s: the bytes a kernel's arguments hold (read once, written once) per second of it, beside\n"
+                "  a copy on the same threads: %.1f GB/s from memory (%lld MB), %.1f GB/s in cache (%lld KB a thread)\n",
+                result.memory_bandwidth.bytes_per_s / 1e9, (long long)(result.memory_bandwidth.bytes >> 20),
+                result.cache_bandwidth.bytes_per_s / 1e9,
+                (long long)(result.cache_bandwidth.bytes / std::max(1, running_threads()) >> 10));
+    std::printf("    %8s %6s %6s %7s  %s\n", "ms", "share", "calls", "GB/s", "kernel");
+    for (const Profile::Entry& e : entries) {
+        const std::string rate = e.bytes > 0 ? std::to_string(static_cast<int64_t>(e.bytes / e.seconds / 1e9 + 0.5)) : "";
+        std::printf("    %8.3f %5.1f%% %6.0f %7s  %s\n", 1e3 * e.seconds / steps,
+                    100.0 * 1e3 * e.seconds / steps / step_ms, static_cast<double>(e.calls) / steps, rate.c_str(),
+                    e.kernel.c_str());
+    }
     const double outside_ms = step_ms - 1e3 * result.profile.kernel_seconds() / steps;
-    std::printf("    %8.3f %5.1f%%         outside the kernels (graph building, buffers, autograd's walk)\n",
+    std::printf("    %8.3f %5.1f%%                 outside the kernels (graph building, buffers, autograd's walk)\n",
                 outside_ms, 100.0 * outside_ms / step_ms);
 }
 
@@ -279,8 +291,11 @@ nlohmann::json profile_json(const BenchResult& result) {
     nlohmann::json kernels = nlohmann::json::array();
     for (const Profile::Entry& e : result.profile.entries)
         kernels.push_back({{"kernel", e.kernel}, {"calls_per_step", e.calls / steps},
-                           {"ms_per_step", 1e3 * e.seconds / steps}});
+                           {"ms_per_step", 1e3 * e.seconds / steps}, {"bytes_per_step", e.bytes / steps},
+                           {"bytes_per_s", e.seconds > 0 ? e.bytes / e.seconds : 0.0}});
     return {{"steps", result.profile_steps}, {"step_ms", 1e3 * result.profile_seconds / steps},
+            {"copy_bytes_per_s_memory", result.memory_bandwidth.bytes_per_s},
+            {"copy_bytes_per_s_cache", result.cache_bandwidth.bytes_per_s},
             {"outside_kernels_ms", 1e3 * (result.profile_seconds - result.profile.kernel_seconds()) / steps},
             {"kernels", kernels}};
 }

@@ -186,12 +186,17 @@ StepOutcome train_step(Transformer& model, AdamW& adam, const Batch& share, cons
     outcome.loss = loss_value;
     if (!std::isfinite(outcome.loss)) return outcome;  // every process sees the same sum: all stop here
 
+    // The bytes the two passes move at least (float32 arenas): clipping reads the gradients
+    // (and scales them in place, a second pass, only when over the limit); AdamW reads weights,
+    // gradients, both moments and a decay flag byte each, and writes back all but the last two.
+    const double arena_bytes = 4.0 * static_cast<double>(params.count());
     auto start = Clock::now();
     outcome.grad_norm = clip_grad_norm(params, settings.grad_clip);
-    if (settings.profile) settings.profile->add("optimizer: clip_grad_norm", seconds_since(start));
+    if (settings.profile) settings.profile->add("optimizer: clip_grad_norm", seconds_since(start), arena_bytes);
     start = Clock::now();
     adam.step(settings.lr);
-    if (settings.profile) settings.profile->add("optimizer: AdamW", seconds_since(start));
+    if (settings.profile) settings.profile->add("optimizer: AdamW", seconds_since(start),
+                              7 * arena_bytes + static_cast<double>(params.count()));
     outcome.updated = true;
     return outcome;
 }

@@ -16,10 +16,11 @@ struct Profile {
         std::string kernel;  // "gemm 768×128 @ 128×512ᵀ", "gelu_forward [12,64,512]", ...
         int64_t calls = 0;
         double seconds = 0;
+        double bytes = 0;  // the bytes its arguments hold, added up over its calls (0: not counted)
     };
     std::vector<Entry> entries;  // in order of first call
 
-    void add(const std::string& kernel, double seconds);
+    void add(const std::string& kernel, double seconds, double bytes = 0);
     double kernel_seconds() const;  // all entries together
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tinyformer/engine/cpu_budget.hpp"
+#include "tinyformer/engine/memory_bandwidth.hpp"
 #include "tinyformer/engine/profiling.hpp"
 #include "tinyformer/model/model.hpp"
 #include "tinyformer/train/config.hpp"
@@ -46,6 +47,8 @@ struct BenchResult {
     Profile profile;                          // with BenchOptions::profile: per kernel, over profile_steps
     int64_t profile_steps = 0;
     double profile_seconds = 0;               // wall time of the profiled steps (timing adds a little)
+    CopyBandwidth memory_bandwidth;           // with a profile: the threads copying far more than the caches hold,
+    CopyBandwidth cache_bandwidth;            // and a share each that stays in its L2 (memory_bandwidth.hpp)
     // The machine the figures were measured on: the CPUs found, what other processes kept busy
     // of them while the steps were timed (cpu_load.hpp; -1 when unreadable), the 1-minute
     // load average after, and how many threads share_cores ran the steps on.
