@@ -141,7 +141,8 @@ void set_backend(std::unique_ptr<Backend> backend);
 std::unique_ptr<Backend> swap_backend(std::unique_ptr<Backend> next);
 std::unique_ptr<Backend> make_reference_backend();
 // oneDNN (CPU) kernels for float32, plus OpenMP loops for the cheap ops; float64 calls go
-// to the reference backend unchanged (gradient checks stay exact). See src/backends/onednn.cpp.
+// to the reference backend unchanged (gradient checks stay exact). See
+// src/engine/backends/onednn.cpp (oneDNN's products) and own_kernels_backend.cpp (the loops).
 std::unique_ptr<Backend> make_onednn_backend();
 
 // Threads for the oneDNN backend: set_num_threads and share_cores, in threads.hpp. oneDNN

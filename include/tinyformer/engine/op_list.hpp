@@ -11,8 +11,10 @@
 //   4. Add it to kOps below.                    [gradcheck: "ops.hpp and the op list agree"]
 //   5. If it needs a kernel of its own: a virtual in engine/backend.hpp, defined in
 //      src/engine/backends/reference.cpp (the plain loops that define it), made fast in
-//      onednn.cpp (or inherited), and passed on in profiling.cpp, which overrides every
-//      virtual so that `bench --profile` times it.
+//      own_kernels_backend.cpp when our own kernels compute it (an OpenMP loop around a
+//      Highway kernel), in onednn.cpp when oneDNN does (a product, a oneDNN primitive), or
+//      inherited (Backend's composition of other kernels), and passed on in profiling.cpp,
+//      which overrides every virtual so that `bench --profile` times it.
 //   6. A check in run_gradcheck_suite (src/model/gradcheck.cpp), odd sizes and broadcasting
 //      included.                                [gradcheck: "the suite covers every op"]
 //   7. A row in op_cases() of tests/test_backend_parity.cpp. [parity: "... on every op"]
