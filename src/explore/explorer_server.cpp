@@ -184,11 +184,11 @@ sigset_t block_stop_signals() {
     return stop_signals;
 }
 
-// The socket the server listens on (set_socket_options sees it first).
-int listening_socket = -1;
-
 // How the server runs: `workers` threads, the body limit, timeouts, sockets and headers.
-void configure_server(httplib::Server& server, int workers, const std::vector<std::string_view>& pages) {
+// `listening_socket` receives the socket the server will listen on once it binds (the socket
+// options' callback sees it first); it must outlive the binding.
+void configure_server(httplib::Server& server, int workers, const std::vector<std::string_view>& pages,
+                      int& listening_socket) {
     // Threads for connections, more than the computing workers (HeavySlots): a connection
     // that cannot compute is answered at once, and the page's light requests never wait for
     // a computation.
@@ -204,7 +204,7 @@ void configure_server(httplib::Server& server, int workers, const std::vector<st
     server.set_read_timeout(2, 0);
     // SO_REUSEADDR only: a restarted server may take its port back at once, but a second
     // server may not share it (httplib's default, SO_REUSEPORT, would let it).
-    server.set_socket_options([](int sock) {
+    server.set_socket_options([&listening_socket](int sock) {
         int yes = 1;
         setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
         listening_socket = sock;
@@ -302,7 +302,8 @@ void serve_explorer(const ServeRequest& request) {
     httplib::Server server;
     const int workers = request.threads > 0 ? request.threads
                                             : std::max(4, static_cast<int>(std::thread::hardware_concurrency()));
-    configure_server(server, workers, {assets::explorer_html, split_merge_page});
+    int listening_socket = -1;
+    configure_server(server, workers, {assets::explorer_html, split_merge_page}, listening_socket);
     HeavySlots slots(workers);
     add_routes(server, api, split_merge_page, slots);
     const int port = bind_server(server, request);
