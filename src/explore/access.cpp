@@ -12,6 +12,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "tinyformer/support/split.hpp"
+
 namespace tinyformer {
 
 namespace {
@@ -79,13 +81,10 @@ std::pair<std::string, int> split_host(const std::string& header) {
 
 // The cookie named `name` in a Cookie header ("a=1; b=2"), or "".
 std::string cookie_value(const std::string& header, const std::string& name) {
-    size_t start = 0;
-    while (start <= header.size()) {
-        const size_t end = std::min(header.find(';', start), header.size());
-        const std::string pair = trimmed(header.substr(start, end - start));
+    for (const std::string_view piece : split(header, ';')) {
+        const std::string pair = trimmed(std::string(piece));
         if (const size_t equals = pair.find('='); equals != std::string::npos && pair.substr(0, equals) == name)
             return pair.substr(equals + 1);
-        start = end + 1;
     }
     return "";
 }

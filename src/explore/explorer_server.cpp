@@ -23,6 +23,7 @@
 #include "tinyformer/explore/access.hpp"
 #include "tinyformer/explore/explorer_api.hpp"
 #include "tinyformer/explore/page_policy.hpp"
+#include "tinyformer/support/split.hpp"
 
 namespace tinyformer::assets {
 extern const std::string_view explorer_html;  // src/explore/explorer.html
@@ -124,13 +125,9 @@ std::string without_token(const std::string& target) {
     const size_t question = target.find('?');
     if (question == std::string::npos) return target;
     std::string kept;
-    size_t start = question + 1;
-    while (start <= target.size()) {
-        const size_t end = std::min(target.find('&', start), target.size());
-        const std::string pair = target.substr(start, end - start);
-        if (!pair.empty() && pair.rfind("token=", 0) != 0 && pair != "token") kept += (kept.empty() ? "?" : "&") + pair;
-        start = end + 1;
-    }
+    for (const std::string_view pair : split(std::string_view(target).substr(question + 1), '&'))
+        if (!pair.empty() && !pair.starts_with("token=") && pair != "token")
+            kept.append(kept.empty() ? "?" : "&").append(pair);
     return target.substr(0, question) + kept;
 }
 

@@ -9,24 +9,13 @@
 
 #include "tinyformer/data/text.hpp"
 #include "tinyformer/support/errors.hpp"
+#include "tinyformer/support/split.hpp"
 #include "tinyformer/train/checkpoint.hpp"
 #include "tinyformer/train/config.hpp"
 
 namespace tinyformer {
 
 namespace fs = std::filesystem;
-
-// The pieces of `list` between commas, as they are (empty ones included).
-static std::vector<std::string> split_commas(const std::string& list) {
-    std::vector<std::string> pieces;
-    size_t start = 0;
-    while (true) {
-        const size_t comma = list.find(',', start);
-        pieces.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-        if (comma == std::string::npos) return pieces;
-        start = comma + 1;
-    }
-}
 
 SweepAxis parse_sweep_axis(const std::string& argument) {
     const std::string where = "--vary " + argument;
@@ -36,7 +25,8 @@ SweepAxis parse_sweep_axis(const std::string& argument) {
     if (axis.key.empty()) throw InputError(where + ": no key before '=', expected KEY=V1,V2,...");
     const std::string list = argument.substr(equals + 1);
     if (list.empty()) throw InputError(where + ": no values after '=', expected KEY=V1,V2,...");
-    for (const std::string& value : split_commas(list)) {
+    for (const std::string_view piece : split(list, ',')) {
+        const std::string value(piece);
         if (value.empty()) throw InputError(where + ": an empty value, expected values between the commas");
         if (std::find(axis.values.begin(), axis.values.end(), value) != axis.values.end())
             throw InputError(where + ": " + value + " is given twice");
@@ -49,7 +39,8 @@ std::vector<int64_t> parse_sweep_seeds(const std::string& list) {
     const std::string where = "--seeds " + list;
     if (list.empty()) throw InputError("--seeds: an empty list, expected seeds such as 1337,1,2");
     std::vector<int64_t> seeds;
-    for (const std::string& piece : split_commas(list)) {
+    for (const std::string_view piece_view : split(list, ',')) {
+        const std::string piece(piece_view);
         size_t used = 0;
         int64_t seed = 0;
         try {
