@@ -151,8 +151,10 @@ struct Model {
     // eval's arithmetic), and a cache of the last text's positions, so that a text that grows
     // by a character from one call to the next (a Python loop of greedy answers) costs one
     // position, as in eval. The decoder's prefill and its steps give the same bits, so the
-    // logits of a text do not depend on the calls before it. Caller holds the engine.
-    std::vector<float> run(const std::vector<int32_t>& ids, const std::vector<HeadAblation>& heads, const std::string& mode) {
+    // logits of a text do not depend on the calls before it. Writes them into `logits` (room
+    // for [T, V]). Caller holds the engine.
+    void run(const std::vector<int32_t>& ids, const std::vector<HeadAblation>& heads, const std::string& mode,
+             float* logits) {
         if (!decoder_) decoder_ = std::make_unique<Decoder>(transformer());
         std::string ablated = heads.empty() ? "" : mode;  // what the decoder's cache was computed with
         for (const HeadAblation& head : heads) ablated += " " + std::to_string(head.layer) + "." + std::to_string(head.head);
@@ -181,7 +183,7 @@ struct Model {
             decoder_->prefill(ids.data(), static_cast<int64_t>(n), decoded_logits_.data());
             decoded_ids_ = ids;
         }  // else a beginning of the cached text: its rows as they are
-        return std::vector<float>(decoded_logits_.begin(), decoded_logits_.begin() + static_cast<std::ptrdiff_t>(n * V));
+        std::copy_n(decoded_logits_.begin(), n * V, logits);
     }
 
 private:
@@ -529,15 +531,14 @@ PYBIND11_MODULE(tinyformer, module) {
             [](Model& m, const std::string& text, const HeadList& ablate, const std::string& mode) {
                 const std::vector<int32_t> ids = m.ids_of(text);
                 const int64_t T = static_cast<int64_t>(ids.size()), V = m.config().vocab_size;
-                std::vector<float> logits;
+                py::array_t<float> logits({T, V});
+                float* rows = logits.mutable_data();  // filled without the GIL: a fresh array no one else sees
                 {
                     py::gil_scoped_release released;
                     const std::lock_guard<std::mutex> engine(engine_mutex);
-                    logits = m.run(ids, m.ablations(ablate, mode), mode);
+                    m.run(ids, m.ablations(ablate, mode), mode, rows);
                 }
-                py::array_t<float> array({T, V});
-                std::copy(logits.begin(), logits.end(), array.mutable_data());
-                return array;
+                return logits;
             },
             py::arg("text"), py::arg("ablate") = HeadList{}, py::arg("mode") = "zero",
             "logits [T, V] of text, with the heads in `ablate` ([(layer, head), ...]) knocked out as inspect "
