@@ -121,14 +121,20 @@ def run_json(command, env=None):
 
 
 def cpu():
-    """The CPU's model name and the instruction sets that matter here."""
-    model, flags = "unknown", set()
+    """The CPU's model name with its family and model numbers (a cloud VM's plain "AMD EPYC" may
+    be any generation: family 25 is Zen 3 or 4, 26 Zen 5), and the instruction sets that matter."""
+    fields, flags = {}, set()
     with open("/proc/cpuinfo") as info:
         for line in info:
-            if line.startswith("model name") and model == "unknown":
-                model = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("model name", "cpu family", "model") and key not in fields:
+                fields[key] = value.strip()
+            elif key == "flags":
+                flags = set(value.split())
+    model = fields.get("model name", "unknown")
+    if "cpu family" in fields and "model" in fields:
+        model += f" (family {fields['cpu family']} model {fields['model']})"
     return model, [f for f in ("avx2", "avx512f", "avx512_bf16") if f in flags]
 
 
@@ -174,7 +180,7 @@ def main():
         header["sdpa_check"] = run_json(torch.command("check-sdpa"), TORCH_ENV)
         if header["sdpa_check"]["worst_gradient_difference"] > 1e-4:
             sys.exit(f"bench_vs_torch: the fused attention disagrees with the naive one: {header['sdpa_check']}")
-    print(f"{model} ({' '.join(flags)}), {a.threads} threads, {a.precision}; PyTorch {info['torch']} "
+    print(f"{model}, {' '.join(flags)}, {a.threads} threads, {a.precision}; PyTorch {info['torch']} "
           f"({torch.where}, {info['blas']}, {info.get('cpu_capability')}), variants {', '.join(variants)}"
           + ("; both sides on AVX2 code (--isa avx2)" if a.isa == "avx2" else ""), flush=True)
     if "sdpa_check" in header:

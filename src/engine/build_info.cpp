@@ -49,6 +49,7 @@ BuildInfo build_info() {
     info.built_for = describe(compiled_for());
     info.cpu = describe(this_cpu());
     info.cpu_lacks = missing(compiled_for(), this_cpu());
+    info.cpu_model = cpu_model();
     return info;
 }
 
@@ -68,6 +69,7 @@ std::string version_text() {
     return "tinyformer " + version_string() + "\n" +                                              //
            "built with " + info.compiler + " (" + info.build + ") for " + info.built_for + "\n" +  //
            cpu_line +                                                                              //
+           (info.cpu_model.empty() ? "" : "this CPU is " + info.cpu_model + "\n") +                  //
            "oneDNN " + info.onednn + ", dispatching to " + info.onednn_isa + " on this CPU\n" +       //
            "own kernels (Highway) on " + info.kernels + ", of " + info.kernels_here +
            " on this CPU (TINYFORMER_ISA chooses)\n" +  //
@@ -78,7 +80,7 @@ std::string version_text() {
 nlohmann::json build_info_json() {
     const BuildInfo info = build_info();
     return {{"version", info.version},     {"git", info.git},    {"license", info.license}, {"compiler", info.compiler},
-            {"build", info.build},         {"built_for", info.built_for}, {"cpu", info.cpu},
+            {"build", info.build},         {"built_for", info.built_for}, {"cpu", info.cpu}, {"cpu_model", info.cpu_model},
             {"onednn", info.onednn},       {"onednn_isa", info.onednn_isa}, {"kernels", info.kernels}};
 }
 

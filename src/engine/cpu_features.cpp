@@ -1,7 +1,11 @@
 #include "tinyformer/engine/cpu_features.hpp"
 
+#include <cstring>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #if defined(__aarch64__)
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
@@ -76,6 +80,61 @@ InstructionSets this_cpu() {
     s.avx512_bf16 = __builtin_cpu_supports("avx512bf16");
 #endif
     return s;
+}
+
+std::string core_generation(const std::string& vendor, int family, int model, bool avx512) {
+    if (vendor == "AuthenticAMD") {
+        if (family == 23) return model < 48 ? "Zen or Zen+" : "Zen 2";
+        if (family == 25) return avx512 ? "Zen 4" : "Zen 3";
+        if (family == 26) return "Zen 5";
+    } else if (vendor == "GenuineIntel" && family == 6) {
+        switch (model) {
+            case 0x6a: case 0x6c: return "Ice Lake-SP";
+            case 0x8f: return "Sapphire Rapids";
+            case 0xcf: return "Emerald Rapids";
+            case 0xad: case 0xae: return "Granite Rapids";
+            default: break;
+        }
+    }
+    return "";
+}
+
+std::string cpu_model() {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return "";
+    char vendor_bytes[13] = {};
+    std::memcpy(vendor_bytes, &ebx, 4);
+    std::memcpy(vendor_bytes + 4, &edx, 4);
+    std::memcpy(vendor_bytes + 8, &ecx, 4);
+    const std::string vendor = vendor_bytes;
+    __get_cpuid(1, &eax, &ebx, &ecx, &edx);
+    // Leaf 1's eax: the base family in bits 8-11, extended by bits 20-27 when it is 15; the
+    // model in bits 4-7, with bits 16-19 above them for families 6 and 15 and up.
+    const int base_family = (eax >> 8) & 0xf, base_model = (eax >> 4) & 0xf;
+    const int family = base_family == 0xf ? base_family + static_cast<int>((eax >> 20) & 0xff) : base_family;
+    const int model = base_family >= 0x6 ? (static_cast<int>((eax >> 16) & 0xf) << 4) | base_model : base_model;
+    std::string brand;
+    unsigned highest = 0;
+    __get_cpuid(0x80000000, &highest, &ebx, &ecx, &edx);
+    if (highest >= 0x80000004) {
+        char brand_bytes[49] = {};
+        for (unsigned leaf = 0; leaf < 3; ++leaf) {
+            unsigned regs[4] = {};
+            __get_cpuid(0x80000002 + leaf, &regs[0], &regs[1], &regs[2], &regs[3]);
+            std::memcpy(brand_bytes + 16 * leaf, regs, 16);
+        }
+        brand = brand_bytes;
+        const size_t first = brand.find_first_not_of(' '), last = brand.find_last_not_of(' ');
+        brand = first == std::string::npos ? "" : brand.substr(first, last - first + 1);
+    }
+    const std::string maker = vendor == "AuthenticAMD" ? "AMD" : vendor == "GenuineIntel" ? "Intel" : vendor;
+    const std::string generation = core_generation(vendor, family, model, this_cpu().avx512);
+    return (brand.empty() ? maker : brand) + " (" + maker + " family " + std::to_string(family) + " model " +
+           std::to_string(model) + (generation.empty() ? "" : ": " + generation) + ")";
+#else
+    return "";
+#endif
 }
 
 std::string describe(const InstructionSets& s) {

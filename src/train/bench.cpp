@@ -326,7 +326,7 @@ nlohmann::json bench_json(const RunConfig& config, const BenchOptions& options, 
         {"gflops", result.gflops()}, {"gemm_peak_gflops", peak.gflops}, {"gemm", gemm},
         {"peak_fraction", result.gflops() / peak.gflops}, {"peak_rss_mb", result.peak_rss_mb},
         {"tensor_peak_mb", result.tensor_peak_mb}, {"timed_buffer_allocations", result.timed_buffer_allocations},
-        {"cpus", result.budget.cpus}, {"cpus_reason", result.budget.reason},
+        {"cpus", result.budget.cpus}, {"cpus_reason", result.budget.reason}, {"cpu_model", build_info().cpu_model},
         {"running_threads_min", result.running_threads_min}, {"running_threads_max", result.running_threads_max},
         {"others_cpus", result.others_cpus < 0 ? nlohmann::json(nullptr) : nlohmann::json(result.others_cpus)},
         {"load_average_1min", result.load_average < 0 ? nlohmann::json(nullptr) : nlohmann::json(result.load_average)},
@@ -340,7 +340,9 @@ nlohmann::json bench_json(const RunConfig& config, const BenchOptions& options, 
 
 // The CPUs found, and the load the timed steps ran beside, with a warning when it was high.
 void print_machine_load(const BenchResult& result) {
-    std::printf("  cpus     %d (%s)\n", result.budget.cpus, result.budget.reason.c_str());
+    const std::string model = build_info().cpu_model;
+    std::printf("  cpus     %d (%s)%s\n", result.budget.cpus, result.budget.reason.c_str(),
+                model.empty() ? "" : ("; " + model).c_str());
     const std::string running = result.running_threads_min == result.running_threads_max
                                     ? std::to_string(result.running_threads_min)
                                     : std::to_string(result.running_threads_min) + "-" +

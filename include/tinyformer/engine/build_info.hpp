@@ -22,6 +22,7 @@ struct BuildInfo {
     std::string kernels_here;  // the targets compiled in that this CPU can run, "avx512 avx2 sse4"
     std::string built_for;     // the instruction sets compiled for, "x86-64-v3 (SSE4.2 AVX2 FMA)"
     std::string cpu;           // those this CPU has, in the same words
+    std::string cpu_model;     // which CPU: "AMD EPYC (AMD family 26 model 2: Zen 5)" (cpu_features.hpp)
     std::string cpu_lacks;     // those built for that this CPU lacks, "AVX-512"; "" when none
 };
 
@@ -32,7 +33,8 @@ std::string version_string();
 // The text `tinyformer --version` prints: the version on the first line, as help2man and
 // bug reports expect, then the compiler and what it compiled for, this CPU, and oneDNN.
 std::string version_text();
-// {"version", "git", "license", "compiler", "build", "built_for", "cpu", "onednn", "onednn_isa", "kernels"}.
+// {"version", "git", "license", "compiler", "build", "built_for", "cpu", "cpu_model", "onednn", "onednn_isa",
+// "kernels"}.
 nlohmann::json build_info_json();
 
 }  // namespace tinyformer

@@ -27,6 +27,17 @@ InstructionSets compiled_for();
 // kernel's hardware capabilities, getauxval(AT_HWCAP)).
 InstructionSets this_cpu();
 
+// This CPU as a benchmark row or a bug report should name it: its brand string and, on x86,
+// its vendor's family and model numbers with the core generation they name, which tell
+// generations apart where the brand does not (a cloud VM's plain "AMD EPYC"):
+// "AMD EPYC (AMD family 26 model 2: Zen 5)". "" where there is no cpuid (aarch64).
+std::string cpu_model();
+// The core generation an x86 vendor's family and model numbers name, or "" where they do not
+// name one alone or are not in this short list: AMD family 23 (Zen or Zen+ below model 48,
+// Zen 2 from it), 25 (Zen 3, or Zen 4 with AVX-512), 26 (Zen 5); Intel's Xeon server cores of
+// family 6 from Ice Lake-SP on (earlier ones share model numbers: their brand names them).
+std::string core_generation(const std::string& vendor, int family, int model, bool avx512);
+
 // "x86-64-v3 (SSE4.2 AVX2 FMA)": the highest x86-64 level the sets make up, and the sets
 // ("aarch64 (NEON SVE)" on 64-bit Arm).
 std::string describe(const InstructionSets& sets);
