@@ -10,17 +10,20 @@
 using namespace tinyformer;
 
 TEST_CASE("the family and model numbers name the core generation only where they name one", "[cpu]") {
-    CHECK(core_generation("AuthenticAMD", 26, 2, true) == "Zen 5");     // EPYC 9005 (Turin)
-    CHECK(core_generation("AuthenticAMD", 25, 0x11, true) == "Zen 4");  // EPYC 9004 (Genoa)
-    CHECK(core_generation("AuthenticAMD", 25, 0x01, false) == "Zen 3"); // EPYC 7003 (Milan)
-    CHECK(core_generation("AuthenticAMD", 23, 0x31, false) == "Zen 2"); // EPYC 7002 (Rome)
-    CHECK(core_generation("AuthenticAMD", 23, 0x01, false) == "Zen or Zen+");
-    CHECK(core_generation("GenuineIntel", 6, 0x8f, true) == "Sapphire Rapids");
-    CHECK(core_generation("GenuineIntel", 6, 0x6a, true) == "Ice Lake-SP");
+    CHECK(core_generation("AuthenticAMD", 26, 2) == "Zen 5");     // EPYC 9005 (Turin)
+    CHECK(core_generation("AuthenticAMD", 25, 0x11) == "Zen 4");  // EPYC 9004 (Genoa)
+    CHECK(core_generation("AuthenticAMD", 25, 0x01) == "Zen 3");  // EPYC 7003 (Milan)
+    CHECK(core_generation("AuthenticAMD", 25, 0x61) == "Zen 4");  // Ryzen 7000 (Raphael)
+    CHECK(core_generation("AuthenticAMD", 25, 0x21) == "Zen 3");  // Ryzen 5000 (Vermeer)
+    CHECK(core_generation("AuthenticAMD", 25, 0xf0).empty());     // not a model this list knows
+    CHECK(core_generation("AuthenticAMD", 23, 0x31) == "Zen 2");  // EPYC 7002 (Rome)
+    CHECK(core_generation("AuthenticAMD", 23, 0x01) == "Zen or Zen+");
+    CHECK(core_generation("GenuineIntel", 6, 0x8f) == "Sapphire Rapids");
+    CHECK(core_generation("GenuineIntel", 6, 0x6a) == "Ice Lake-SP");
     // Skylake-SP, Cascade Lake and Cooper Lake share model 85: their brand names them, not this.
-    CHECK(core_generation("GenuineIntel", 6, 0x55, true).empty());
-    CHECK(core_generation("GenuineIntel", 25, 0x11, true).empty());  // AMD's numbers, Intel's name
-    CHECK(core_generation("HygonGenuine", 24, 0, false).empty());
+    CHECK(core_generation("GenuineIntel", 6, 0x55).empty());
+    CHECK(core_generation("GenuineIntel", 25, 0x11).empty());  // AMD's numbers, Intel's name
+    CHECK(core_generation("HygonGenuine", 24, 0).empty());
 }
 
 TEST_CASE("cpu_model names the family and model /proc/cpuinfo shows", "[cpu]") {

@@ -82,10 +82,14 @@ InstructionSets this_cpu() {
     return s;
 }
 
-std::string core_generation(const std::string& vendor, int family, int model, bool avx512) {
+std::string core_generation(const std::string& vendor, int family, int model) {
     if (vendor == "AuthenticAMD") {
-        if (family == 23) return model < 48 ? "Zen or Zen+" : "Zen 2";
-        if (family == 25) return avx512 ? "Zen 4" : "Zen 3";
+        if (family == 23) return model < 0x30 ? "Zen or Zen+" : "Zen 2";
+        if (family == 25) {  // Zen 4: Genoa, Raphael, Phoenix, Bergamo; Zen 3: Milan, Vermeer, Cezanne, ...
+            const bool zen4 = (model >= 0x10 && model <= 0x1f) || (model >= 0x60 && model <= 0x7f) ||
+                              (model >= 0xa0 && model <= 0xaf);
+            return zen4 ? "Zen 4" : model <= 0x5f ? "Zen 3" : "";
+        }
         if (family == 26) return "Zen 5";
     } else if (vendor == "GenuineIntel" && family == 6) {
         switch (model) {
@@ -129,7 +133,7 @@ std::string cpu_model() {
         brand = first == std::string::npos ? "" : brand.substr(first, last - first + 1);
     }
     const std::string maker = vendor == "AuthenticAMD" ? "AMD" : vendor == "GenuineIntel" ? "Intel" : vendor;
-    const std::string generation = core_generation(vendor, family, model, this_cpu().avx512);
+    const std::string generation = core_generation(vendor, family, model);
     return (brand.empty() ? maker : brand) + " (" + maker + " family " + std::to_string(family) + " model " +
            std::to_string(model) + (generation.empty() ? "" : ": " + generation) + ")";
 #else

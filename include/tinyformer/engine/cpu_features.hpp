@@ -33,10 +33,11 @@ InstructionSets this_cpu();
 // "AMD EPYC (AMD family 26 model 2: Zen 5)". "" where there is no cpuid (aarch64).
 std::string cpu_model();
 // The core generation an x86 vendor's family and model numbers name, or "" where they do not
-// name one alone or are not in this short list: AMD family 23 (Zen or Zen+ below model 48,
-// Zen 2 from it), 25 (Zen 3, or Zen 4 with AVX-512), 26 (Zen 5); Intel's Xeon server cores of
-// family 6 from Ice Lake-SP on (earlier ones share model numbers: their brand names them).
-std::string core_generation(const std::string& vendor, int family, int model, bool avx512);
+// name one alone or are not in this short list: AMD family 23 (Zen or Zen+ below model 0x30,
+// Zen 2 from it), 25 (Zen 4 at models 0x10-0x1f, 0x60-0x7f and 0xa0-0xaf, Zen 3 at the others
+// up to 0x5f), 26 (Zen 5); Intel's Xeon server cores of family 6 from Ice Lake-SP on (earlier
+// ones share model numbers: their brand names them).
+std::string core_generation(const std::string& vendor, int family, int model);
 
 // "x86-64-v3 (SSE4.2 AVX2 FMA)": the highest x86-64 level the sets make up, and the sets
 // ("aarch64 (NEON SVE)" on 64-bit Arm).
