@@ -274,7 +274,7 @@ private:
         if (in.type == f32 && !bias && (s.batch == 1 || (s.trans_a && !residual))) {
             // Float32 products without a bias go through oneDNN's BLAS-style sgemm; so do the
             // batched ones with a transposed a, attention's dV = weightsᵀ dO and dK = dScoresᵀ q.
-            // Measured on this project's shapes inside training steps (2 threads, Zen 4):
+            // Measured on this project's shapes inside training steps (2 threads, Zen 5):
             // - every weight gradient, dW = dYᵀ X (a transposed): 15-30 % faster than the
             //   matmul primitive, whose fastest kernel first copies a transposed a;
             // - the other products (the input gradients, the products with a residual): 5-15 %
