@@ -65,13 +65,14 @@ TEST_CASE("a profile counts each kernel of a training step and changes no result
     REQUIRE(find(profile, "gelu_forward [2,8,64]"));
     CHECK(find(profile, "gelu_forward [2,8,64]")->bytes == static_cast<double>(L * 2 * (2 * 8 * 64) * 4));
     // The MLP's second product: x [2,8,64] @ W [16,64]ᵀ, its bias [16], the residual [2,8,16]
-    // it adds and the result [2,8,16], float32.
-    const Profile::Entry* fc2 = find(profile, "gemm 2× 8×64 @ 64×16ᵀ + bias + residual");
+    // it adds and the result [2,8,16], float32: one product of the batch's 16 rows.
+    CHECK(!find(profile, "gemm 2× 8×64 @ 64×16ᵀ + bias + residual"));  // not named as a batch of two
+    const Profile::Entry* fc2 = find(profile, "gemm 16×64 @ 64×16ᵀ + bias + residual");
     REQUIRE(fc2);
     CHECK(fc2->bytes == static_cast<double>(fc2->calls * (2 * 8 * 64 + 16 * 64 + 16 + 2 * 2 * 8 * 16) * 4));
     // A weight's gradient added into its [16,16] buffer: dY and X [2,8,16] read, the gradient
-    // read and written.
-    const Profile::Entry* d_weight = find(profile, "gemm 2(summed)× 16×8ᵀ @ 8×16 +=");
+    // read and written; one sum over the batch's 16 rows.
+    const Profile::Entry* d_weight = find(profile, "gemm 16×16ᵀ @ 16×16 +=");
     REQUIRE(d_weight);
     CHECK(d_weight->bytes == static_cast<double>(d_weight->calls * (2 * 2 * 8 * 16 + 2 * 16 * 16) * 4));
     const int64_t before = calls_starting_with(profile, "layer_norm_forward");
