@@ -44,6 +44,17 @@ void Backend::attention_backward(const Tensor& q, const Tensor& k, const Tensor&
     gemm(d_scores, q, dk, attention_product(pairs, Tk, d, Tq, true, false, alpha));           // [..., Tk, d]
 }
 
+GemmSpec as_one_product(const GemmSpec& spec) {
+    GemmSpec one = spec;
+    if (spec.batch <= 1) return one;
+    if (spec.stride_b == 0 && !spec.trans_a && spec.stride_a == spec.M * spec.K && spec.stride_c == spec.M * spec.N)
+        one.M = spec.batch * spec.M, one.batch = 1;  // [batch*M, K] @ [K, N]
+    else if (spec.stride_c == 0 && spec.trans_a && !spec.trans_b && spec.stride_a == spec.K * spec.M &&
+             spec.stride_b == spec.K * spec.N)
+        one.K = spec.batch * spec.K, one.batch = 1;  // [batch*K, M]ᵀ @ [batch*K, N]
+    return one;
+}
+
 static std::unique_ptr<Backend>& current_backend() {
     static std::unique_ptr<Backend> instance = make_reference_backend();
     return instance;

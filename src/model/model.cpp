@@ -195,11 +195,12 @@ static void record_attention(const MultiHeadAttention& attention, const Attentio
 static Tensor increment(const Tensor& after, const Tensor& before) {
     if (after.dtype() != DType::f32 && after.dtype() != DType::f64) return add(after, scale(before, -1.0));
     Tensor difference = Tensor::empty(after.shape(), after.dtype());
+    const int64_t n = after.numel();
     auto subtract = [&](auto zero) {  // in the tensors' own type, float or double
         using Real = decltype(zero);
         const Real *a = after.data<Real>(), *b = before.data<Real>();
         Real* out = difference.data<Real>();
-        for (int64_t i = 0; i < after.numel(); ++i) out[i] = a[i] - b[i];
+        for (int64_t i = 0; i < n; ++i) out[i] = a[i] - b[i];
     };
     if (after.dtype() == DType::f32) subtract(0.0f);
     else subtract(0.0);

@@ -29,6 +29,13 @@ struct GemmSpec {
     double alpha = 1.0;  // scales the product (attention's 1/sqrt(d), for free)
 };
 
+// The same product with a batch that is one product folded in: a weight shared by a densely
+// packed batch (nn.Linear on [B,T,in]) is one product of all the batch's rows (M·batch), and a
+// batch summed into one c whose operands stack along the contracted axis (a weight's gradient,
+// dW = dYᵀ X) is one longer sum (K·batch). Any other spec comes back as it is. The oneDNN
+// backend runs products so, and the profiler names them so.
+GemmSpec as_one_product(const GemmSpec& spec);
+
 class Backend {
 public:
     virtual ~Backend() = default;

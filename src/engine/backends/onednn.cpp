@@ -101,40 +101,26 @@ public:
         const Operands in = operands_of(a, b);
         float* pc = c.data<float>();
         if (s.batch == 0 || s.M == 0 || s.N == 0) return;
-        if (s.stride_c == 0 && s.batch > 1) {  // the batch is summed into one c
-            if (s.trans_a && !s.trans_b && s.stride_a == s.K * s.M && s.stride_b == s.K * s.N) {
-                // Both operands stack their batch along the contracted axis ([batch*K, M] and
-                // [batch*K, N]), so the sum over the batch is one longer contraction.
-                GemmSpec flat = s;
-                flat.batch = 1, flat.K = s.batch * s.K;
-                return matmul(in, pc, flat);
-            }
-            for (int64_t i = 0; i < s.batch; ++i) {  // otherwise one matrix at a time, adding up
-                GemmSpec one = s;
-                one.batch = 1, one.accumulate = s.accumulate || i > 0;
-                matmul(in.entry(i, s), pc, one);
+        // A batch that is one product (a shared weight, or a weight's gradient summed over the
+        // batch) runs as that one product, the biggest and fastest kind (as_one_product).
+        const GemmSpec one = as_one_product(s);
+        if (one.stride_c == 0 && one.batch > 1) {  // any other batch summed into one c
+            for (int64_t i = 0; i < s.batch; ++i) {  // one matrix at a time, adding up
+                GemmSpec entry = s;
+                entry.batch = 1, entry.accumulate = s.accumulate || i > 0;
+                matmul(in.entry(i, s), pc, entry);
             }
             return;
         }
-        matmul(in, pc, weight_flattened(s));
-    }
-
-    // A weight shared by the batch (nn.Linear): the batch stacks along the rows of a and c,
-    // so [batch*M, K] @ [K, N] is one product, the biggest and fastest kind. Other specs
-    // come back as they are.
-    static GemmSpec weight_flattened(const GemmSpec& s) {
-        if (s.batch <= 1 || s.stride_b != 0 || s.trans_a || s.stride_a != s.M * s.K || s.stride_c != s.M * s.N)
-            return s;
-        GemmSpec flat = s;
-        flat.batch = 1, flat.M = s.batch * s.M;
-        return flat;
+        matmul(in, pc, one);
     }
 
     void gemm_bias(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmSpec& s) override {
-        // The nn.Linear shape (one product, or a weight shared by the batch, flattened to one)
+        // The nn.Linear shape (one product, or a weight shared by the batch, folded into one)
         // takes the bias inside the product; anything else adds it in a pass after.
-        const GemmSpec one = weight_flattened(s);
-        if (c.dtype() != DType::f32 || one.batch != 1 || s.accumulate || s.K == 0 || s.M == 0 || s.N == 0)
+        const GemmSpec one = as_one_product(s);
+        if (c.dtype() != DType::f32 || one.batch != 1 || (s.batch > 1 && s.stride_c == 0) || s.accumulate || s.K == 0 ||
+            s.M == 0 || s.N == 0)
             return Backend::gemm_bias(a, b, bias, c, s);
         matmul(operands_of(a, b), c.data<float>(), one, bias.data<float>());
     }
@@ -142,8 +128,9 @@ public:
     void gemm_residual(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& residual, Tensor& c,
                        const GemmSpec& s) override {
         // The nn.Linear shape, as in gemm_bias, with the residual added by a post-op as the product writes c.
-        const GemmSpec one = weight_flattened(s);
-        if (c.dtype() != DType::f32 || one.batch != 1 || s.accumulate || s.K == 0 || s.M == 0 || s.N == 0)
+        const GemmSpec one = as_one_product(s);
+        if (c.dtype() != DType::f32 || one.batch != 1 || (s.batch > 1 && s.stride_c == 0) || s.accumulate || s.K == 0 ||
+            s.M == 0 || s.N == 0)
             return Backend::gemm_residual(a, b, bias, residual, c, s);
         matmul(operands_of(a, b), c.data<float>(), one, bias.defined() ? bias.data<float>() : nullptr,
                residual.data<float>());

@@ -34,17 +34,12 @@ std::string dims(const Shape& shape) {
 }
 
 // "gemm 48× 64×32 @ 32×64ᵀ": batch, op(a)'s and op(b)'s shapes, ᵀ where stored transposed;
-// "gemm bf16 ..." for bf16 operands. A batch that is one product is named as that product,
-// as the oneDNN backend runs it: a weight shared by the batch (nn.Linear on [B,T,in]) as one
+// "gemm bf16 ..." for bf16 operands. A batch that is one product is named as that product
+// (as_one_product, backend.hpp): a weight shared by the batch (nn.Linear on [B,T,in]) as one
 // product of all B·T rows, "768×128 @ 128×512ᵀ" and not "12× 64×128 @ ...", and a weight's
 // gradient summed over the batch as one sum over all B·T rows, "128×768ᵀ @ 768×512 +=".
 std::string gemm_name(const GemmSpec& spec, const Tensor& a) {
-    GemmSpec s = spec;
-    if (s.batch > 1 && s.stride_b == 0 && !s.trans_a && s.stride_a == s.M * s.K && s.stride_c == s.M * s.N)
-        s.M *= s.batch, s.batch = 1;
-    else if (s.batch > 1 && s.stride_c == 0 && s.trans_a && !s.trans_b && s.stride_a == s.K * s.M &&
-             s.stride_b == s.K * s.N)
-        s.K *= s.batch, s.batch = 1;
+    const GemmSpec s = as_one_product(spec);
     std::string name = a.dtype() == DType::bf16 ? "gemm bf16 " : "gemm ";
     if (s.batch > 1) name += std::to_string(s.batch) + (s.stride_c == 0 ? "(summed)× " : "× ");
     name += std::to_string(s.M) + "×" + std::to_string(s.K) + (s.trans_a ? "ᵀ" : "") + " @ " + std::to_string(s.K) +
